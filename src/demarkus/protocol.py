@@ -1,0 +1,509 @@
+"""The Mark Protocol wire codec: requests, responses, statuses, limits and URLs. No I/O.
+
+Request::
+
+    VERB /path\\n
+    [---\\n
+    key: value\\n
+    ---\\n]
+    [body]
+
+Response::
+
+    ---\\n
+    status: <value>\\n
+    key: value\\n
+    ---\\n
+    [markdown body]
+
+Metadata is a flat YAML map of strings in both directions; keys come out sorted.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from urllib.parse import urljoin, urlsplit
+
+import yaml
+
+from .errors import (
+    STATUS_ERRORS,
+    BadRequestError,
+    ConflictError,
+    DemarkusError,
+    NotFoundError,
+)
+
+DEFAULT_PORT = 6309
+ALPN = "mark"
+SCHEME = "mark"
+
+MAX_REQUEST_LINE = 4096
+"""Bytes in the request line, including the terminating newline."""
+MAX_METADATA = 64 * 1024
+"""Bytes in a metadata block, delimiters excluded."""
+MAX_BODY = 1024 * 1024
+"""Bytes in a request or document body."""
+MAX_REQUEST = MAX_REQUEST_LINE + MAX_METADATA + MAX_BODY + 64
+"""The most a server reads from one stream."""
+MAX_RESPONSE = MAX_BODY + MAX_METADATA + 2048
+"""The most a client reads from one stream (a version file may carry store frontmatter)."""
+
+MAX_PUBLISHER_KEYS = 50
+MAX_PUBLISHER_BYTES = 1024
+"""Sum of key and value lengths (UTF-8 bytes) over publisher metadata."""
+
+
+class Verb(StrEnum):
+    FETCH = "FETCH"
+    LIST = "LIST"
+    VERSIONS = "VERSIONS"
+    PUBLISH = "PUBLISH"
+    APPEND = "APPEND"
+    ARCHIVE = "ARCHIVE"
+    LOOKUP = "LOOKUP"
+
+
+WRITE_VERBS = frozenset({Verb.PUBLISH, Verb.APPEND, Verb.ARCHIVE})
+
+
+class Status(StrEnum):
+    OK = "ok"
+    CREATED = "created"
+    NOT_MODIFIED = "not-modified"
+    NOT_FOUND = "not-found"
+    ARCHIVED = "archived"
+    UNAUTHORIZED = "unauthorized"
+    NOT_PERMITTED = "not-permitted"
+    CONFLICT = "conflict"
+    BAD_REQUEST = "bad-request"
+    RATE_LIMITED = "rate-limited"
+    SERVER_ERROR = "server-error"
+
+
+CONTROL_KEYS = frozenset(
+    {
+        "auth",
+        "expected-version",
+        "if-none-match",
+        "if-modified-since",
+        "query",
+        "filter",
+        "limit",
+        "match",
+        "include-archived",
+        "cursor",
+        "page-size",
+    }
+)
+"""Request keys that steer a verb; they are never stored as publisher metadata."""
+
+RESERVED_KEYS = frozenset(
+    {
+        "version",
+        "modified",
+        "etag",
+        "content-hash",
+        "current-version",
+        "server-version",
+        "your-version",
+        "total",
+        "current",
+        "chain-valid",
+        "chain-error",
+        "archived",
+        "entries",
+        "status",
+        "previous-hash",
+        "matches",
+        "complete",
+        "next-cursor",
+    }
+)
+"""Keys the server owns; a publisher may not set them."""
+
+_KEY_RE = re.compile(r"[a-z0-9-]+")
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    verb: Verb
+    path: str
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    body: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    status: str
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    body: bytes = b""
+
+    @property
+    def ok(self) -> bool:
+        return self.status in (Status.OK, Status.CREATED, Status.NOT_MODIFIED)
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8", errors="replace")
+
+    def raise_for_status(self) -> Response:
+        """Return self when the status is a success, else raise the matching error."""
+        if self.ok:
+            return self
+        cls = STATUS_ERRORS.get(self.status, DemarkusError)
+        message = _error_message(self.text) or f"the authority answered {self.status}"
+        if cls is ConflictError:
+            raise ConflictError(
+                message,
+                your_version=_int_or_none(self.metadata.get("your-version")),
+                server_version=_int_or_none(self.metadata.get("server-version")),
+            )
+        raise cls(message)
+
+
+def _int_or_none(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _error_message(body: str) -> str:
+    lines = [ln for ln in body.strip().splitlines() if ln.strip()]
+    if lines and lines[0].startswith("# "):
+        lines = lines[1:]
+    return " ".join(ln.strip() for ln in lines)
+
+
+# --- metadata ---------------------------------------------------------------------------
+
+
+def encode_metadata(metadata: Mapping[str, str]) -> str:
+    """YAML for a flat map of strings, keys sorted (so output is stable byte for byte)."""
+    if not metadata:
+        return ""
+    return yaml.dump(
+        {str(k): str(v) for k, v in metadata.items()},
+        Dumper=yaml.CSafeDumper,
+        default_flow_style=False,
+        allow_unicode=True,
+        sort_keys=True,
+        width=2**31 - 1,
+    )
+
+
+def parse_metadata(text: str) -> dict[str, str]:
+    """Parse a metadata block into strings only (`yes` stays "yes", `010` stays "010").
+
+    Raises:
+        BadRequestError: the block is not a flat map of scalars.
+    """
+    if not text.strip():
+        return {}
+    try:
+        data = yaml.load(text, Loader=yaml.CBaseLoader)
+    except yaml.YAMLError as exc:
+        raise BadRequestError(
+            f"the metadata block is not valid YAML ({_first_line(str(exc))}); "
+            "send one `key: value` pair per line"
+        ) from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise BadRequestError("the metadata block must be a map of `key: value` lines")
+    out: dict[str, str] = {}
+    for key, value in data.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise BadRequestError(
+                f"metadata key {key!r} must map to a plain string; nested lists and maps "
+                "are not allowed (join several values with commas)"
+            )
+        out[key] = value
+    return out
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else text
+
+
+def validate_publisher_metadata(metadata: Mapping[str, str]) -> dict[str, str]:
+    """Check publisher metadata against the key, value and size rules; return a copy.
+
+    Raises:
+        BadRequestError: a reserved or malformed key, a CR/LF in a value, or too much metadata.
+    """
+    total = 0
+    for key, value in metadata.items():
+        if key in RESERVED_KEYS:
+            raise BadRequestError(
+                f"metadata key `{key}` is reserved for the server; remove it or choose another name"
+            )
+        if not _KEY_RE.fullmatch(key):
+            raise BadRequestError(
+                f"metadata key `{key}` is malformed: keys use only lowercase letters, digits and "
+                "hyphens (for a relation write `rel-<predicate>`)"
+            )
+        if "\r" in value or "\n" in value:
+            raise BadRequestError(
+                f"metadata value of `{key}` contains a line break; values are single lines"
+            )
+        if any(ord(c) < 32 and c != "\t" for c in value) or "\x7f" in value:
+            raise BadRequestError(f"metadata value of `{key}` contains a control character")
+        total += len(key.encode("utf-8")) + len(value.encode("utf-8"))
+    if len(metadata) > MAX_PUBLISHER_KEYS:
+        raise BadRequestError(
+            f"{len(metadata)} metadata keys given; at most {MAX_PUBLISHER_KEYS} are allowed"
+        )
+    if total > MAX_PUBLISHER_BYTES:
+        raise BadRequestError(
+            f"publisher metadata is {total} bytes; at most {MAX_PUBLISHER_BYTES} bytes "
+            "(keys plus values) are allowed; shorten the values or drop keys"
+        )
+    return dict(metadata)
+
+
+def publisher_metadata(request_metadata: Mapping[str, str]) -> dict[str, str]:
+    """The part of a PUBLISH request's metadata that is stored with the document."""
+    return {k: v for k, v in request_metadata.items() if k not in CONTROL_KEYS}
+
+
+# --- paths ------------------------------------------------------------------------------
+
+
+def validate_path(path: str) -> str:
+    """Check a request path: absolute, no control characters.
+
+    Raises:
+        BadRequestError: not absolute or contains control characters.
+        NotFoundError: a `..` segment (rejected before auth, so it cannot probe scope).
+    """
+    if not path.startswith("/"):
+        raise BadRequestError(f"path `{path[:80]}` must start with `/`, like `/docs/readme.md`")
+    for ch in path:
+        if (ord(ch) < 32 and ch != "\t") or ch == "\x7f":
+            raise BadRequestError(
+                "the path contains a control character; percent-encode or remove it"
+            )
+    if ".." in path.split("/"):
+        raise NotFoundError(f"`{path}` leaves the document root; `..` segments are not served")
+    return path
+
+
+def normalize_scope(path: str) -> str:
+    """`/docs/` and `/docs` are the same scope; the root is `/`."""
+    cleaned = posixpath.normpath("/" + path.strip("/")) if path.strip("/") else "/"
+    return cleaned
+
+
+def in_scope(path: str, scope: str) -> bool:
+    scope = normalize_scope(scope)
+    return scope == "/" or path == scope or path.startswith(scope + "/")
+
+
+# --- requests ---------------------------------------------------------------------------
+
+
+def _split_frontmatter(data: bytes) -> tuple[bytes | None, bytes]:
+    """Split `---\\n<yaml>\\n---\\n<body>`; None when there is no block."""
+    if not data.startswith(b"---\n"):
+        return None, data
+    end = data.find(b"\n---\n", 3)
+    if end >= 0:
+        return data[4 : end + 1] if end > 3 else b"", data[end + 5 :]
+    if data.endswith(b"\n---"):
+        return data[4 : len(data) - 3], b""
+    if data == b"---\n---":
+        return b"", b""
+    raise BadRequestError("the metadata block opened with `---` is never closed by a `---` line")
+
+
+def parse_request(data: bytes) -> Request:
+    """Decode one request from the bytes of a stream.
+
+    Raises:
+        BadRequestError: any framing, limit, encoding or verb problem.
+        NotFoundError: a `..` path segment.
+    """
+    newline = data.find(b"\n")
+    if newline < 0:
+        if len(data) >= MAX_REQUEST_LINE:
+            raise BadRequestError(f"the request line exceeds {MAX_REQUEST_LINE} bytes")
+        raise BadRequestError("the request line must end with a newline: `VERB /path\\n`")
+    if newline + 1 > MAX_REQUEST_LINE:
+        raise BadRequestError(
+            f"the request line is {newline + 1} bytes; at most {MAX_REQUEST_LINE} are allowed"
+        )
+    try:
+        line = data[:newline].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadRequestError("the request line is not valid UTF-8; send the path as UTF-8") from exc
+    verb_text, sep, path = line.partition(" ")
+    if not sep or not path:
+        raise BadRequestError("the request line must be `VERB /path`, separated by one space")
+    try:
+        verb = Verb(verb_text)
+    except ValueError:
+        known = ", ".join(v.value for v in Verb)
+        raise BadRequestError(f"unknown verb `{verb_text[:40]}`; known verbs: {known}") from None
+    validate_path(path)
+    rest = data[newline + 1 :]
+    block, body = _split_frontmatter(rest)
+    metadata: dict[str, str] = {}
+    if block is not None:
+        if len(block) > MAX_METADATA:
+            raise BadRequestError(
+                f"the metadata block is {len(block)} bytes; at most {MAX_METADATA} are allowed"
+            )
+        try:
+            metadata = parse_metadata(block.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise BadRequestError("the metadata block is not valid UTF-8") from exc
+    if len(body) > MAX_BODY:
+        raise BadRequestError(
+            f"the body is {len(body)} bytes; at most {MAX_BODY} (1 MiB) are allowed; "
+            "split the document"
+        )
+    return Request(verb=verb, path=path, metadata=metadata, body=body)
+
+
+def encode_request(request: Request) -> bytes:
+    """Serialise a request; the codec's inverse of `parse_request`."""
+    head = f"{request.verb.value} {request.path}\n"
+    if len(head.encode("utf-8")) > MAX_REQUEST_LINE:
+        raise BadRequestError(f"the request line exceeds {MAX_REQUEST_LINE} bytes; shorten the path")
+    meta = encode_metadata(request.metadata)
+    block = f"---\n{meta}---\n" if request.metadata else ""
+    return (head + block).encode("utf-8") + request.body
+
+
+# --- responses --------------------------------------------------------------------------
+
+
+def encode_response(response: Response) -> bytes:
+    meta = encode_metadata({**response.metadata, "status": response.status})
+    return f"---\n{meta}---\n".encode("utf-8") + response.body
+
+
+def parse_response(data: bytes) -> Response:
+    """Decode a response.
+
+    Raises:
+        BadRequestError: the bytes are not a Mark response.
+    """
+    block, body = _split_frontmatter(data)
+    if block is None:
+        raise BadRequestError("the response does not start with a `---` frontmatter block")
+    try:
+        metadata = parse_metadata(block.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise BadRequestError("the response frontmatter is not valid UTF-8") from exc
+    status = metadata.pop("status", None)
+    if not status:
+        raise BadRequestError("the response frontmatter has no `status`")
+    return Response(status=status, metadata=metadata, body=body)
+
+
+def status_title(status: str) -> str:
+    """`not-found` -> `Not found`."""
+    text = status.replace("-", " ")
+    return text[:1].upper() + text[1:]
+
+
+def error_response(
+    status: str, message: str, metadata: Mapping[str, str] | None = None
+) -> Response:
+    """An error answer: one markdown paragraph under a title, saying what to do."""
+    body = f"\n# {status_title(status)}\n\n{message}\n".encode("utf-8")
+    return Response(status=status, metadata=dict(metadata or {}), body=body)
+
+
+def response_for_error(exc: DemarkusError) -> Response:
+    meta: dict[str, str] = {}
+    if isinstance(exc, ConflictError):
+        if exc.your_version is not None:
+            meta["your-version"] = str(exc.your_version)
+        if exc.server_version is not None:
+            meta["server-version"] = str(exc.server_version)
+    return error_response(exc.status, exc.message, meta)
+
+
+# --- mark:// URLs -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MarkURL:
+    """A parsed `mark://host[:port]/path[#fragment]`."""
+
+    host: str
+    port: int
+    path: str
+    fragment: str = ""
+
+    @property
+    def authority(self) -> str:
+        """Identity: `mark://host`, with `:port` only when it is not 6309."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        if self.port == DEFAULT_PORT:
+            return f"{SCHEME}://{host}"
+        return f"{SCHEME}://{host}:{self.port}"
+
+    @property
+    def dial_address(self) -> tuple[str, int]:
+        return self.host, self.port
+
+    def __str__(self) -> str:
+        frag = f"#{self.fragment}" if self.fragment else ""
+        return f"{self.authority}{self.path}{frag}"
+
+
+def parse_mark_url(url: str) -> MarkURL:
+    """Parse a `mark://` URL; query and userinfo never reach a request.
+
+    Raises:
+        BadRequestError: wrong scheme, no host, or a bad port.
+    """
+    parts = urlsplit(url)
+    if parts.scheme.lower() != SCHEME:
+        raise BadRequestError(f"`{url[:120]}` is not a mark:// URL; write mark://host[:port]/path")
+    if not parts.hostname:
+        raise BadRequestError(f"`{url[:120]}` has no host; write mark://host[:port]/path")
+    try:
+        port = parts.port or DEFAULT_PORT
+    except ValueError as exc:
+        raise BadRequestError(f"`{url[:120]}` has an invalid port") from exc
+    path = parts.path or "/"
+    return MarkURL(host=parts.hostname.lower(), port=port, path=path, fragment=parts.fragment)
+
+
+def canonical_url(url: str) -> str:
+    """Strip the default port from a mark:// URL; other strings pass through unchanged."""
+    if not url.lower().startswith(f"{SCHEME}://"):
+        return url
+    try:
+        return str(parse_mark_url(url))
+    except BadRequestError:
+        return url
+
+
+def resolve_reference(base: str, reference: str) -> str:
+    """Resolve a link or relation target against a document path or URL (RFC 3986).
+
+    `base` is a bare path (`/docs/a.md`) or a mark:// URL. A reference containing `://`
+    is returned canonicalised and as is. A bare base gives a bare path back unless the
+    reference names another authority.
+    """
+    if "://" in reference:
+        return canonical_url(reference)
+    # urljoin only resolves schemes it knows; borrow http's rules, which are RFC 3986's.
+    if base.lower().startswith(f"{SCHEME}://"):
+        joined = urljoin("http://" + base[len(SCHEME) + 3 :], reference)
+        return canonical_url(f"{SCHEME}://" + joined[len("http://") :])
+    joined = urljoin("http://local.invalid" + base, reference)
+    if joined.startswith("http://local.invalid/"):
+        return joined[len("http://local.invalid") :]
+    return canonical_url(f"{SCHEME}://" + joined[len("http://") :])
