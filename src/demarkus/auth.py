@@ -1,0 +1,396 @@
+"""Capability tokens: the hashed token file, path globs, and the read/write rules.
+
+The token file is TOML and holds only hashes, so a leaked file grants nothing::
+
+    [tokens.fritz-laptop]                  # label: the operator's name for the grant
+    hash = "sha256-<64 lowercase hex>"     # sha256 of the raw token a client sends
+    paths = ["/docs/*", "/notes/**"]       # globs, see match_path
+    operations = ["read", "publish"]
+    expires = "2026-12-31T23:59:59Z"       # optional, RFC 3339
+
+Reads are public unless some read grant covers the path; writes always need a
+publish grant, and an authority started without a token file accepts none.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import logging
+import os
+import re
+import secrets
+import stat
+import tempfile
+import threading
+import tomllib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from demarkus.errors import ConfigError, NotPermittedError, UnauthorizedError
+
+READ = "read"
+PUBLISH = "publish"
+OPERATIONS = frozenset({READ, PUBLISH})
+MANIFEST_PATH = "/.well-known/agent-manifest.md"
+"""Always publicly readable: it is how an agent learns what the authority offers."""
+
+logger = logging.getLogger("demarkus.auth")
+
+_HASH_RE = re.compile(r"sha256-[0-9a-f]{64}")
+_LABEL_RE = re.compile(r"[A-Za-z0-9_-]+")
+_REQUIRED = ("hash", "paths", "operations")
+_FIELDS = (*_REQUIRED, "expires")
+_ASK = "ask the authority's operator for"
+
+
+def generate_token() -> str:
+    """A new raw token: 32 random bytes, url-safe so it survives metadata and env vars."""
+    return secrets.token_urlsafe(32)
+
+
+def hash_token(token: str) -> str:
+    """The form kept in the token file: ``sha256-`` + hex SHA-256 of the UTF-8 token."""
+    return "sha256-" + hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def match_path(pattern: str, path: str) -> bool:
+    """Whether ``path`` matches the token glob ``pattern`` (invalid pattern: ValueError).
+
+    Without ``**`` this is Go's ``path.Match``: ``*`` is a run of non-``/`` characters,
+    ``?`` one non-``/`` character, the rest literal. ``/prefix/**`` matches anything
+    strictly under prefix; ``/prefix/**/suffix`` matches when suffix matches a tail
+    starting at a segment boundary. ``[...]`` and ``\\`` are rejected, not supported:
+    Go lets ``[^a]`` match ``/``, which would quietly widen a grant.
+    """
+    return _compile(pattern).fullmatch(path) is not None
+
+
+def pattern_problem(pattern: str) -> str | None:
+    """Why ``pattern`` cannot be a token glob (a phrase to follow "which"), or None."""
+    if not pattern.startswith("/"):
+        return "is not an absolute path starting with /"
+    if any(c in pattern for c in "[]\\"):
+        return "uses [, ] or \\, which token globs do not support; use * and ? only"
+    segments = pattern.split("/")
+    if any("**" in s and s != "**" for s in segments):
+        return "has ** inside a segment; ** must stand alone between slashes (/a/** or /a/**/b)"
+    if segments.count("**") > 1:
+        return "uses ** more than once; a pattern may use it once"
+    if pattern.endswith("/**/"):
+        return "ends in /**/ and so matches nothing; end it with /** to cover all under the prefix"
+    return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _compile(pattern: str) -> re.Pattern[str]:
+    problem = pattern_problem(pattern)
+    if problem is not None:
+        raise ValueError(f"path pattern {pattern!r} {problem}")
+    if pattern.endswith("/**"):
+        return re.compile(_translate(pattern[:-3]) + "/.+", re.DOTALL)
+    prefix, globstar, suffix = pattern.partition("/**/")
+    if globstar:
+        # (?:.*/)? starts the tail at a segment boundary; (?=.) keeps it non-empty, as in Go.
+        return re.compile(_translate(prefix) + "/(?:.*/)?(?=.)" + _translate(suffix), re.DOTALL)
+    return re.compile(_translate(pattern), re.DOTALL)
+
+
+def _translate(glob: str) -> str:
+    return "".join("[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c) for c in glob)
+
+
+@dataclass(frozen=True, slots=True)
+class TokenGrant:
+    """One labelled token: what its holder may do, where, and until when."""
+
+    label: str
+    hash: str
+    paths: tuple[str, ...]
+    operations: frozenset[str]
+    expires: datetime | None = None
+
+    def covers(self, path: str) -> bool:
+        """Whether one of the grant's patterns matches ``path``."""
+        return any(match_path(pattern, path) for pattern in self.paths)
+
+    def expired(self, now: datetime) -> bool:
+        """Whether the grant has lapsed; like Go, it is still valid at the expiry instant."""
+        return self.expires is not None and now > self.expires
+
+
+@dataclass(frozen=True, slots=True)
+class TokenStore:
+    """The grants of one token file (hashes unique, as ``parse`` ensures)."""
+
+    grants: tuple[TokenGrant, ...] = ()
+    _by_hash: dict[str, TokenGrant] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_hash", {g.hash: g for g in self.grants})
+
+    @classmethod
+    def load(cls, path: Path) -> TokenStore:
+        """Read and validate a token file; ConfigError names file, label and problem."""
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ConfigError(f"token file {path} is missing; create it or fix --tokens") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"token file {path} cannot be read: {exc}") from exc
+        return cls.parse(text, source=str(path))
+
+    @classmethod
+    def parse(cls, text: str, source: str = "<tokens>") -> TokenStore:
+        """Parse token-file text; ``source`` names it in each ConfigError."""
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{source} is not valid TOML ({exc}); fix the syntax") from exc
+        tables = data.get("tokens", {})
+        if set(data) - {"tokens"} or not isinstance(tables, dict):
+            keys = ", ".join(sorted(data))
+            raise ConfigError(f"{source} must hold only [tokens.<label>] tables, not: {keys}")
+        grants: dict[str, TokenGrant] = {}
+        for label, table in tables.items():
+            grant = _parse_grant(source, label, table)
+            if grant.hash in grants:
+                first = grants[grant.hash].label
+                raise ConfigError(
+                    f"{source}: token {label!r} has the same hash as token {first!r}; "
+                    "each grant needs its own token: remove one or give it a new token"
+                )
+            grants[grant.hash] = grant
+        return cls(tuple(grants.values()))
+
+    def authorize(self, token: str | None, path: str, operation: str, now: datetime) -> TokenGrant:
+        """The grant that lets ``token`` perform ``operation`` on ``path`` at ``now``.
+
+        Raises:
+            UnauthorizedError: no token, an unknown token, or an expired one.
+            NotPermittedError: a valid token without this operation or path.
+        """
+        if operation not in OPERATIONS:
+            raise ValueError(f"unknown operation {operation!r}")
+        if not token:
+            raise UnauthorizedError(
+                f"{path} needs a token with {operation} access and the request carried none; "
+                f"retry with your token, or {_ASK} one."
+            )
+        grant = self._by_hash.get(hash_token(token))
+        if grant is None:
+            raise UnauthorizedError(
+                "this authority does not know the token that was sent; check that it was copied "
+                f"whole and is meant for this authority, or {_ASK} one."
+            )
+        if grant.expires is not None and grant.expired(now):
+            when = _rfc3339(grant.expires)
+            raise UnauthorizedError(f"the token {grant.label!r} expired at {when}; {_ASK} another.")
+        if operation not in grant.operations:
+            granted = ", ".join(sorted(grant.operations))
+            raise NotPermittedError(
+                f"the token {grant.label!r} grants {granted} but not {operation}; "
+                f"{_ASK} a token with {operation} access to {path}."
+            )
+        if not grant.covers(path):
+            raise NotPermittedError(
+                f"the token {grant.label!r} does not cover {path} (its paths: "
+                f"{', '.join(grant.paths)}); {_ASK} a token whose paths cover {path}."
+            )
+        return grant
+
+    def read_protected(self, path: str) -> bool:
+        """Whether a read grant covers ``path``; expired ones count, so expiry never opens it."""
+        return any(READ in g.operations and g.covers(path) for g in self.grants)
+
+
+def _parse_grant(source: str, label: str, table: object) -> TokenGrant:
+    def fail(problem: str) -> ConfigError:
+        return ConfigError(f"{source}: token {label!r} {problem}")
+
+    if not isinstance(table, dict):
+        raise fail("must be a table with hash, paths and operations")
+    unknown, missing = set(table) - set(_FIELDS), [k for k in _REQUIRED if k not in table]
+    if unknown or missing:
+        raise fail(f"must have hash, paths, operations, maybe expires; has {', '.join(table)}")
+    digest = table["hash"]
+    # The value is never echoed: an operator may have pasted the raw token there.
+    if not isinstance(digest, str) or not _HASH_RE.fullmatch(digest):
+        raise fail("has a malformed hash: use 'sha256-' + 64 lowercase hex, never the token itself")
+    paths, operations = _string_list(table["paths"]), _string_list(table["operations"])
+    if paths is None or operations is None:
+        raise fail("needs paths and operations as non-empty lists of strings")
+    for pattern in paths:
+        problem = pattern_problem(pattern)
+        if problem is not None:
+            raise fail(f"has path pattern {pattern!r}, which {problem}")
+    bad_ops = sorted(set(operations) - OPERATIONS)
+    if bad_ops:
+        raise fail(f"has unknown operation(s) {', '.join(bad_ops)}; use read and/or publish")
+    expires = table.get("expires")
+    if expires is not None:
+        try:
+            expires = _parse_expires(expires)
+        except ValueError as exc:
+            raise fail(f"has expires {expires!r}, which {exc}") from None
+    return TokenGrant(label, digest, paths, frozenset(operations), expires)
+
+
+def _string_list(value: object) -> tuple[str, ...] | None:
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+        return None
+    return tuple(value)
+
+
+def _parse_expires(value: object) -> datetime:
+    try:  # a TOML offset date-time arrives already parsed
+        when = datetime.fromisoformat(value) if isinstance(value, str) else value
+    except ValueError:
+        when = None
+    if not isinstance(when, datetime):
+        raise ValueError("is not an RFC 3339 timestamp such as 2026-12-31T23:59:59Z")
+    if when.tzinfo is None:
+        raise ValueError("has no UTC offset; add Z or +hh:mm")
+    return when
+
+
+def _rfc3339(when: datetime) -> str:
+    return when.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _toml_string(value: str) -> str:
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + re.sub(r"[\x00-\x1f\x7f]", lambda m: f"\\u{ord(m.group()):04x}", escaped) + '"'
+
+
+def add_grant(
+    path: Path,
+    label: str,
+    token: str,
+    paths: Sequence[str],
+    operations: Sequence[str],
+    expires: datetime | None = None,
+) -> TokenGrant:
+    """Append a grant for ``token`` to the token file, storing only its hash.
+
+    The new file is parsed whole, then atomically replaces the old one, so a hot
+    reload never sees a half-written or invalid file. One writer at a time.
+
+    Raises:
+        ConfigError: a taken or non-bare label, a token already granted, a bad pattern
+            or operation, or a broken existing file.
+    """
+    if isinstance(paths, str) or isinstance(operations, str) or not token:
+        raise ValueError("paths and operations must be lists of strings, and token non-empty")
+    if expires is not None and expires.tzinfo is None:
+        raise ValueError("expires must be timezone-aware")
+    if not _LABEL_RE.fullmatch(label):
+        raise ConfigError(f"{path}: label {label!r} may use only letters, digits, - and _")
+    try:
+        old, mode = path.read_text(encoding="utf-8"), stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        old, mode = "", 0o600
+    store = TokenStore.parse(old, source=str(path))
+    if any(g.label == label for g in store.grants):
+        raise ConfigError(f"{path}: token {label!r} already exists; choose another label")
+    clash = store._by_hash.get(hash_token(token))
+    if clash is not None:
+        raise ConfigError(f"{path}: the token is already granted as {clash.label!r}; use a new one")
+    lines = [
+        f"[tokens.{label}]",
+        f"hash = {_toml_string(hash_token(token))}",
+        f"paths = [{', '.join(map(_toml_string, paths))}]",
+        f"operations = [{', '.join(map(_toml_string, operations))}]",
+    ]
+    if expires is not None:
+        lines.append(f"expires = {_toml_string(_rfc3339(expires))}")
+    separator = "" if not old else "\n" if old.endswith("\n") else "\n\n"
+    text = old + separator + "\n".join(lines) + "\n"
+    grant = next(g for g in TokenStore.parse(text, source=str(path)).grants if g.label == label)
+    _write_atomic(path, text, mode)
+    return grant
+
+
+def _write_atomic(path: Path, text: str, mode: int) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _signature(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+class Authorizer:
+    """Applies the read/write rules, reloading the token file when it changes."""
+
+    def __init__(self, tokens_path: Path | None, clock: Callable[[], datetime] = _utc_now) -> None:
+        """Load the token file, if any; ConfigError when it is missing or invalid."""
+        self._path, self._clock, self._lock = tokens_path, clock, threading.Lock()
+        # Stat before reading, so a change made during the read is seen next time.
+        self._seen = _signature(tokens_path) if tokens_path else None
+        self._store = TokenStore.load(tokens_path) if tokens_path else None
+
+    def current(self) -> TokenStore | None:
+        """The store in force after picking up any change to the file; None without a file.
+
+        A broken or vanished file is logged once per change and the last good store stays.
+        """
+        if self._path is None:
+            return None
+        with self._lock:
+            signature = _signature(self._path)
+            if signature == self._seen:
+                return self._store
+            self._seen = signature
+            try:
+                self._store = TokenStore.load(self._path)
+            except ConfigError as exc:
+                logger.warning("%s; the last good grants stay in force until it loads", exc)
+            else:
+                logger.info("token file %s reloaded", self._path)
+            return self._store
+
+    def check_read(self, token: str | None, path: str) -> None:
+        """Allow a read: public unless a read grant covers the path (raises as ``authorize``)."""
+        if path == MANIFEST_PATH:
+            return
+        store = self.current()
+        if store is None or not store.read_protected(path):
+            return
+        store.authorize(token, path, READ, self._clock())
+
+    def check_write(self, token: str | None, path: str) -> None:
+        """Allow a write with a publish grant covering the path; no token file, no writes."""
+        store = self.current()
+        if store is None:
+            raise NotPermittedError(
+                "this authority accepts no writes: it was started without a token file; "
+                "start it with --tokens FILE"
+            )
+        store.authorize(token, path, PUBLISH, self._clock())
