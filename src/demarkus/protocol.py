@@ -377,7 +377,9 @@ def encode_request(request: Request) -> bytes:
     if len(head.encode("utf-8")) > MAX_REQUEST_LINE:
         raise BadRequestError(f"the request line exceeds {MAX_REQUEST_LINE} bytes; shorten the path")
     meta = encode_metadata(request.metadata)
-    block = f"---\n{meta}---\n" if request.metadata else ""
+    # A body that itself opens with `---` needs a (possibly empty) block in front of it.
+    needs_block = bool(request.metadata) or request.body.startswith(b"---\n")
+    block = f"---\n{meta}---\n" if needs_block else ""
     return (head + block).encode("utf-8") + request.body
 
 

@@ -1,0 +1,171 @@
+"""The async `Backend` seam: every verb, implemented once by `Service` (in process) and once
+by `Client` (over QUIC), so tools, expansion and evaluation run unchanged against either.
+
+Both implement `request(Request) -> Response`; the verb methods here only build requests.
+Verb methods return the authority's `Response` whatever its status: a `not-found` is an
+answer, not an exception. Only a transport failure raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+from .protocol import Request, Response, Verb
+
+
+class Backend(Protocol):
+    async def request(self, request: Request) -> Response: ...
+
+    async def fetch(
+        self,
+        path: str,
+        *,
+        token: str | None = None,
+        if_none_match: str | None = None,
+        if_modified_since: str | None = None,
+    ) -> Response: ...
+
+    async def list(
+        self,
+        path: str,
+        *,
+        token: str | None = None,
+        include_archived: bool = False,
+        cursor: str | None = None,
+        page_size: int | None = None,
+    ) -> Response: ...
+
+    async def versions(self, path: str, *, token: str | None = None) -> Response: ...
+
+    async def publish(
+        self,
+        path: str,
+        body: bytes | str,
+        *,
+        metadata: Mapping[str, str] | None = None,
+        expected_version: int | None = None,
+        token: str | None = None,
+    ) -> Response: ...
+
+    async def append(
+        self,
+        path: str,
+        body: bytes | str,
+        *,
+        expected_version: int,
+        token: str | None = None,
+    ) -> Response: ...
+
+    async def archive(self, path: str, *, token: str | None = None) -> Response: ...
+
+    async def lookup(
+        self,
+        path: str,
+        query: str,
+        *,
+        filter: str | None = None,
+        limit: int | None = None,
+        match: str | None = None,
+        token: str | None = None,
+    ) -> Response: ...
+
+
+def _meta(token: str | None, **items: str | None) -> dict[str, str]:
+    out = {k.replace("_", "-"): v for k, v in items.items() if v is not None}
+    if token:
+        out["auth"] = token
+    return out
+
+
+def _bytes(body: bytes | str) -> bytes:
+    return body.encode("utf-8") if isinstance(body, str) else body
+
+
+class VerbMethods:
+    """Builds the request for each verb and hands it to `self.request`."""
+
+    async def request(self, request: Request) -> Response:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    async def fetch(
+        self,
+        path: str,
+        *,
+        token: str | None = None,
+        if_none_match: str | None = None,
+        if_modified_since: str | None = None,
+    ) -> Response:
+        meta = _meta(token, if_none_match=if_none_match, if_modified_since=if_modified_since)
+        return await self.request(Request(Verb.FETCH, path, meta))
+
+    async def list(
+        self,
+        path: str,
+        *,
+        token: str | None = None,
+        include_archived: bool = False,
+        cursor: str | None = None,
+        page_size: int | None = None,
+    ) -> Response:
+        meta = _meta(
+            token,
+            include_archived="true" if include_archived else None,
+            cursor=cursor,
+            page_size=str(page_size) if page_size is not None else None,
+        )
+        return await self.request(Request(Verb.LIST, path, meta))
+
+    async def versions(self, path: str, *, token: str | None = None) -> Response:
+        return await self.request(Request(Verb.VERSIONS, path, _meta(token)))
+
+    async def publish(
+        self,
+        path: str,
+        body: bytes | str,
+        *,
+        metadata: Mapping[str, str] | None = None,
+        expected_version: int | None = None,
+        token: str | None = None,
+    ) -> Response:
+        meta = dict(metadata or {})
+        meta.update(
+            _meta(
+                token,
+                expected_version=str(expected_version) if expected_version is not None else None,
+            )
+        )
+        return await self.request(Request(Verb.PUBLISH, path, meta, _bytes(body)))
+
+    async def append(
+        self,
+        path: str,
+        body: bytes | str,
+        *,
+        expected_version: int,
+        token: str | None = None,
+    ) -> Response:
+        meta = _meta(token, expected_version=str(expected_version))
+        return await self.request(Request(Verb.APPEND, path, meta, _bytes(body)))
+
+    async def archive(self, path: str, *, token: str | None = None) -> Response:
+        return await self.request(Request(Verb.ARCHIVE, path, _meta(token)))
+
+    async def lookup(
+        self,
+        path: str,
+        query: str,
+        *,
+        filter: str | None = None,
+        limit: int | None = None,
+        match: str | None = None,
+        token: str | None = None,
+    ) -> Response:
+        meta = _meta(
+            token,
+            query=query,
+            filter=filter,
+            limit=str(limit) if limit is not None and limit > 0 else None,
+            match=match,
+        )
+        return await self.request(Request(Verb.LOOKUP, path, meta))

@@ -1,0 +1,210 @@
+"""The catalog: tags, title and importance of every current document, for LOOKUP. Pure.
+
+A query term matches a document when it equals one of its tags (case-insensitive) or is a
+substring of its title. Score = number of distinct matching terms. Order: score desc,
+importance desc, modified desc, path asc.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from .errors import BadRequestError
+from .protocol import in_scope
+
+DEFAULT_LIMIT = 10
+MAX_LIMIT = 1000
+DEFAULT_IMPORTANCE = 0.5
+MIN_TERM = 2
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogEntry:
+    path: str
+    title: str
+    tags: tuple[str, ...]
+    importance: float
+    modified: datetime
+    metadata: Mapping[str, str] = field(default_factory=dict)
+
+
+def parse_importance(value: str | None) -> float:
+    try:
+        number = float(value) if value is not None else DEFAULT_IMPORTANCE
+    except ValueError:
+        return DEFAULT_IMPORTANCE
+    return number if 0.0 <= number <= 1.0 else DEFAULT_IMPORTANCE
+
+
+def parse_tags(value: str | None) -> tuple[str, ...]:
+    return tuple(t.strip() for t in (value or "").split(",") if t.strip())
+
+
+_H1 = re.compile(rb"^# +(.+?)[ #]*$", re.MULTILINE)
+
+
+def derive_title(path: str, metadata: Mapping[str, str], body: bytes) -> str:
+    """Publisher `title`, else the first `# ` line of the body, else the file name."""
+    if metadata.get("title", "").strip():
+        return metadata["title"].strip()
+    found = _H1.search(body)
+    if found:
+        return found.group(1).decode("utf-8", errors="replace").strip()
+    return path.rsplit("/", 1)[-1]
+
+
+def make_entry(path: str, metadata: Mapping[str, str], body: bytes, modified: datetime) -> CatalogEntry:
+    return CatalogEntry(
+        path=path,
+        title=derive_title(path, metadata, body),
+        tags=parse_tags(metadata.get("tags")),
+        importance=parse_importance(metadata.get("importance")),
+        modified=modified,
+        metadata=dict(metadata),
+    )
+
+
+def query_terms(query: str) -> list[str]:
+    """Lowercase, whitespace-split, de-duplicated terms.
+
+    Raises:
+        BadRequestError: an empty query or one with no term of at least two characters.
+    """
+    terms: list[str] = []
+    for word in query.lower().split():
+        if word not in terms:
+            terms.append(word)
+    if not terms:
+        raise BadRequestError("the query is empty; give at least one word of two or more characters, or `*`")
+    if terms != ["*"] and all(len(t) < MIN_TERM for t in terms):
+        raise BadRequestError(
+            f"the query `{query}` has no term of at least {MIN_TERM} characters; "
+            "use descriptive words, or `*` to list every document"
+        )
+    return terms
+
+
+def parse_limit(value: str | None) -> int:
+    if value is None or value == "":
+        return DEFAULT_LIMIT
+    try:
+        limit = int(value)
+    except ValueError:
+        raise BadRequestError(f"limit `{value}` is not a whole number; use 1 to {MAX_LIMIT}") from None
+    if limit < 1:
+        raise BadRequestError(f"limit {limit} is below 1; use 1 to {MAX_LIMIT}, or omit it for {DEFAULT_LIMIT}")
+    return min(limit, MAX_LIMIT)
+
+
+@dataclass(frozen=True, slots=True)
+class Filter:
+    """All clauses must hold: `tag=`, `modified-after=`, `modified-before=`, else metadata equality."""
+
+    tags: tuple[str, ...] = ()
+    after: datetime | None = None
+    before: datetime | None = None
+    equals: tuple[tuple[str, str], ...] = ()
+
+    def accepts(self, entry: CatalogEntry) -> bool:
+        lowered = {t.lower() for t in entry.tags}
+        if any(t not in lowered for t in self.tags):
+            return False
+        if self.after is not None and not entry.modified > self.after:
+            return False
+        if self.before is not None and not entry.modified < self.before:
+            return False
+        return all(entry.metadata.get(k) == v for k, v in self.equals)
+
+
+def _parse_date(key: str, value: str) -> datetime:
+    text = value.strip()
+    try:
+        if len(text) == 10:
+            return datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=UTC)
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise BadRequestError(
+            f"filter `{key}={value}` needs a date: YYYY-MM-DD or RFC 3339 like 2026-01-31T12:00:00Z"
+        ) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def parse_filter(text: str | None) -> Filter:
+    """Parse `key=value,key=value`.
+
+    Raises:
+        BadRequestError: a clause without `=` or with an empty key or value.
+    """
+    if not text or not text.strip():
+        return Filter()
+    tags: list[str] = []
+    equals: list[tuple[str, str]] = []
+    after = before = None
+    for clause in text.split(","):
+        clause = clause.strip()
+        if not clause:
+            continue
+        key, sep, value = clause.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key or not value:
+            raise BadRequestError(
+                f"filter clause `{clause}` is malformed; write key=value pairs separated by commas, "
+                "e.g. tag=adr,modified-after=2026-01-01"
+            )
+        if key == "tag":
+            tags.append(value.lower())
+        elif key == "modified-after":
+            after = _parse_date(key, value)
+        elif key == "modified-before":
+            before = _parse_date(key, value)
+        else:
+            equals.append((key, value))
+    return Filter(tuple(tags), after, before, tuple(equals))
+
+
+def score(entry: CatalogEntry, terms: Iterable[str]) -> int:
+    tags = {t.lower() for t in entry.tags}
+    title = entry.title.lower()
+    return sum(1 for term in terms if term in tags or term in title)
+
+
+class Catalog:
+    """Current, non-archived documents by path; updated on every write."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, CatalogEntry] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def put(self, entry: CatalogEntry) -> None:
+        self._entries[entry.path] = entry
+
+    def remove(self, path: str) -> None:
+        self._entries.pop(path, None)
+
+    def get(self, path: str) -> CatalogEntry | None:
+        return self._entries.get(path)
+
+    def search(
+        self,
+        terms: list[str],
+        scope: str,
+        flt: Filter,
+        limit: int,
+        visible: Callable[[str], bool] = lambda _path: True,
+    ) -> list[CatalogEntry]:
+        """Matching entries in rank order; `visible` drops rows the caller may not read."""
+        every = terms == ["*"]
+        scored: list[tuple[int, CatalogEntry]] = []
+        for entry in self._entries.values():
+            if not in_scope(entry.path, scope) or not flt.accepts(entry):
+                continue
+            points = 1 if every else score(entry, terms)
+            if points > 0 and visible(entry.path):
+                scored.append((points, entry))
+        scored.sort(key=lambda pe: (-pe[0], -pe[1].importance, -pe[1].modified.timestamp(), pe[1].path))
+        return [entry for _, entry in scored[:limit]]

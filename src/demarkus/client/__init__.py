@@ -1,0 +1,5 @@
+"""Clients of a Mark authority."""
+
+from .quic import Client, ClientPool
+
+__all__ = ["Client", "ClientPool"]

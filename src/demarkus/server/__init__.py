@@ -1,0 +1,1 @@
+"""Network adapters in front of a `Service`."""

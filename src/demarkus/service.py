@@ -1,0 +1,398 @@
+"""Every verb, once, over the store, the catalog and token auth. No sockets.
+
+The QUIC server and the embedded MCP server both call `Service.handle`; the wire status
+of every failure comes from the error's class (see `errors.py`).
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import re
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from .auth import Authorizer
+from .backend import VerbMethods
+from .catalog import (
+    Catalog,
+    make_entry,
+    parse_filter,
+    parse_limit,
+    query_terms,
+)
+from .errors import (
+    ArchivedError,
+    BadRequestError,
+    DemarkusError,
+    NotFoundError,
+    NotPermittedError,
+    UnauthorizedError,
+)
+from .protocol import (
+    MAX_BODY,
+    Request,
+    Response,
+    Status,
+    Verb,
+    error_response,
+    normalize_scope,
+    publisher_metadata,
+    response_for_error,
+    validate_path,
+    validate_publisher_metadata,
+)
+from .render import ListingEntry, LookupRow, format_time, render_listing, render_lookup, render_versions
+from .store import FileStore, StoredVersion
+
+log = logging.getLogger("demarkus.service")
+
+HEALTH_BODY = b"# Health Check\n\nServer is healthy.\n"
+MANIFEST_PATH = "/.well-known/agent-manifest.md"
+MAX_PAGE = 1000
+_VERSION_SEGMENT = re.compile(r"v([1-9][0-9]{0,8})")
+_HASH_PATH = re.compile(r"/sha256-([0-9a-f]{64})")
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _parse_expected(value: str | None, *, required: bool) -> int | None:
+    if value is None or value == "":
+        if required:
+            raise BadRequestError(
+                "APPEND needs `expected-version`: the version you read (see VERSIONS `current`)"
+            )
+        return None
+    if not value.isdigit():
+        raise BadRequestError(
+            f"expected-version `{value}` is not a whole number; use 0 to create a new document "
+            "or the current version number to update it"
+        )
+    number = int(value)
+    if required and number < 1:
+        raise BadRequestError("APPEND needs expected-version 1 or higher: the version you read")
+    return number
+
+
+class Service(VerbMethods):
+    """The authority's behaviour. `trusted` skips token checks, for the store's own owner."""
+
+    def __init__(
+        self,
+        store: FileStore,
+        authorizer: Authorizer | None = None,
+        *,
+        trusted: bool = False,
+        clock: Callable[[], datetime] = _utcnow,
+    ) -> None:
+        self.store = store
+        self.authorizer = authorizer or Authorizer(None)
+        self.trusted = trusted
+        self.clock = clock
+        self.catalog = Catalog()
+        self._lock = threading.RLock()
+        for path in store.documents():
+            self._refresh(path)
+
+    @classmethod
+    def open(cls, root: Path, *, tokens: Path | None = None, trusted: bool = False) -> Service:
+        return cls(FileStore(Path(root)), Authorizer(tokens) if tokens else None, trusted=trusted)
+
+    # --- the seam -------------------------------------------------------------------------
+
+    async def request(self, request: Request) -> Response:
+        return self.handle(request)
+
+    def handle(self, request: Request) -> Response:
+        """Answer one request; every failure becomes a status with an explanatory body."""
+        try:
+            validate_path(request.path)
+            handler = self._handlers[request.verb]
+            return handler(self, request)
+        except DemarkusError as exc:
+            return response_for_error(exc)
+        except Exception:  # the top of a request: log it, answer, keep serving
+            log.exception("request failed: %s %s", request.verb, request.path)
+            return error_response(
+                Status.SERVER_ERROR,
+                "The server failed while answering this request. Retry once; if it fails again, "
+                "report it to the authority's operator.",
+            )
+
+    # --- auth -----------------------------------------------------------------------------
+
+    def _check_read(self, token: str | None, path: str) -> None:
+        if not self.trusted:
+            self.authorizer.check_read(token, path)
+
+    def _check_write(self, token: str | None, path: str) -> None:
+        if not self.trusted:
+            self.authorizer.check_write(token, path)
+
+    def _readable(self, token: str | None) -> Callable[[str], bool]:
+        def visible(path: str) -> bool:
+            try:
+                self._check_read(token, path)
+            except (UnauthorizedError, NotPermittedError):
+                return False
+            return True
+
+        return visible
+
+    # --- catalog upkeep -------------------------------------------------------------------
+
+    def _refresh(self, path: str) -> None:
+        try:
+            doc = self.store.read(path)
+        except NotFoundError:
+            self.catalog.remove(path)
+            return
+        if doc.archived:
+            self.catalog.remove(path)
+        else:
+            self.catalog.put(make_entry(path, doc.metadata, doc.body, doc.modified))
+
+    # --- FETCH ----------------------------------------------------------------------------
+
+    def _fetch(self, request: Request) -> Response:
+        path, token = request.path, request.metadata.get("auth")
+        if path == "/health":
+            return Response(Status.OK, {}, HEALTH_BODY)
+        hashed = _HASH_PATH.fullmatch(path)
+        if hashed:
+            target = self.store.resolve_hash(f"sha256-{hashed.group(1)}")
+            if target is None:
+                raise NotFoundError(
+                    f"no current document has content hash sha256-{hashed.group(1)}; "
+                    "it may have changed or been archived; fetch it by path instead"
+                )
+            self._check_read(token, target)
+            return self._document_response(self.store.read(target), request)
+        pinned = self._split_version(path)
+        if pinned is not None:
+            base, number = pinned
+            self._check_read(token, base)
+            doc = self.store.read(base, number)
+            meta = self._document_metadata(doc)
+            meta.pop("etag", None)
+            meta["current-version"] = str(self.store.current_version(base))
+            return Response(Status.OK, meta, doc.body)
+        if self.store.is_document(path):
+            self._check_read(token, path)
+            return self._document_response(self.store.read(path), request)
+        if self.store.is_directory(path):
+            index = path.rstrip("/") + "/index.md"
+            if self.store.is_document(index):
+                self._check_read(token, index)
+                return self._document_response(self.store.read(index), request)
+            self._check_read(token, path)
+            return self._listing(request)
+        raise NotFoundError(
+            f"no document at {path}; use LIST on its directory or LOOKUP to find the right path"
+        )
+
+    def _split_version(self, path: str) -> tuple[str, int] | None:
+        base, _, last = path.rpartition("/")
+        found = _VERSION_SEGMENT.fullmatch(last)
+        if found and base and self.store.current_version(base) > 0:
+            return base, int(found.group(1))
+        return None
+
+    def _document_metadata(self, doc: StoredVersion) -> dict[str, str]:
+        meta = dict(doc.metadata)
+        meta.update(
+            {
+                "version": str(doc.version),
+                "modified": format_time(doc.modified),
+                "etag": doc.etag,
+                "content-hash": doc.content_hash,
+            }
+        )
+        return meta
+
+    def _document_response(self, doc: StoredVersion, request: Request) -> Response:
+        if doc.archived:
+            raise ArchivedError(
+                f"{doc.path} is archived (its last version is v{doc.version}); fetch "
+                f"{doc.path}/v{doc.version} to read it, or publish an empty body to restore it"
+            )
+        if_none_match = request.metadata.get("if-none-match")
+        if if_none_match:
+            if if_none_match.strip('"') == doc.etag:
+                return Response(Status.NOT_MODIFIED)
+        else:
+            since = request.metadata.get("if-modified-since")
+            if since:
+                try:
+                    moment = datetime.fromisoformat(since.replace("Z", "+00:00"))
+                except ValueError:
+                    raise BadRequestError(
+                        f"if-modified-since `{since}` is not RFC 3339; write e.g. 2026-01-31T12:00:00Z"
+                    ) from None
+                if moment.tzinfo is None:
+                    moment = moment.replace(tzinfo=UTC)
+                if doc.modified <= moment:
+                    return Response(Status.NOT_MODIFIED)
+        return Response(Status.OK, self._document_metadata(doc), doc.body)
+
+    # --- LIST -----------------------------------------------------------------------------
+
+    def _list(self, request: Request) -> Response:
+        path, token = request.path, request.metadata.get("auth")
+        if not self.store.is_directory(path):
+            raise NotFoundError(f"{path} is not a directory; LIST a folder such as `/` or `/docs/`")
+        self._check_read(token, path)
+        return self._listing(request)
+
+    def _listing(self, request: Request) -> Response:
+        path, meta = request.path, request.metadata
+        token = meta.get("auth")
+        include_archived = meta.get("include-archived", "").lower() == "true"
+        page_size = MAX_PAGE
+        if meta.get("page-size"):
+            text = meta["page-size"]
+            if not text.isdigit() or not 1 <= int(text) <= MAX_PAGE:
+                raise BadRequestError(f"page-size `{text}` must be a whole number from 1 to {MAX_PAGE}")
+            page_size = int(text)
+        after = ""
+        if meta.get("cursor"):
+            text = meta["cursor"]
+            try:
+                padded = text + "=" * (-len(text) % 4)
+                after = base64.b64decode(padded, altchars=b"-_", validate=True).decode("utf-8")
+            except (ValueError, UnicodeDecodeError):
+                raise BadRequestError(
+                    "the cursor is not one this server issued; LIST again without a cursor"
+                ) from None
+        base = path.rstrip("/")
+        visible = self._readable(token)
+        rows: list[ListingEntry] = []
+        for entry in self.store.list_dir(path):
+            child = f"{base}/{entry.name}"
+            if entry.archived and not include_archived:
+                continue
+            if not visible(child):
+                continue
+            rows.append(ListingEntry(entry.name, entry.is_dir))
+        rows = [r for r in rows if r.name > after]
+        page, more = rows[:page_size], len(rows) > page_size
+        out = {"entries": str(len(page)), "complete": "false" if more else "true"}
+        if more:
+            out["next-cursor"] = base64.urlsafe_b64encode(page[-1].name.encode()).decode().rstrip("=")
+        body = render_listing(path, page, truncated=more)
+        return Response(Status.OK, out, body.encode("utf-8"))
+
+    # --- VERSIONS -------------------------------------------------------------------------
+
+    def _versions(self, request: Request) -> Response:
+        path, token = request.path, request.metadata.get("auth")
+        self._check_read(token, path)
+        history = self.store.versions(path)
+        problem = self.store.verify(path)
+        meta = {
+            "total": str(len(history)),
+            "current": str(history[0].version),
+            "chain-valid": "false" if problem else "true",
+        }
+        if problem:
+            log.error("hash chain broken for %s: %s", path, problem)
+            meta["chain-error"] = "chain integrity check failed"
+        body = render_versions(path, [(v.version, v.modified) for v in history])
+        return Response(Status.OK, meta, body.encode("utf-8"))
+
+    # --- PUBLISH / APPEND / ARCHIVE -------------------------------------------------------
+
+    def _publish(self, request: Request) -> Response:
+        path, token = request.path, request.metadata.get("auth")
+        if _HASH_PATH.fullmatch(path) or path.startswith("/sha256-"):
+            raise BadRequestError(f"{path} is reserved for content-hash reads; publish under another name")
+        self._check_write(token, path)
+        expected = _parse_expected(request.metadata.get("expected-version"), required=False)
+        meta = validate_publisher_metadata(publisher_metadata(request.metadata))
+        with self._lock:
+            if not request.body:
+                return self._publish_empty(path)
+            result = self.store.write(path, request.body, meta, expected)
+            self._refresh(path)
+        doc = result.document
+        status = Status.CREATED if result.changed else Status.OK
+        return Response(status, {"version": str(doc.version), "modified": format_time(doc.modified)})
+
+    def _publish_empty(self, path: str) -> Response:
+        """An empty body restores an archived document and is a no-op on an active one."""
+        if not self.store.is_document(path):
+            raise NotFoundError(
+                f"no document at {path} to restore; an empty body only unarchives. "
+                "Send a non-empty markdown body to create it"
+            )
+        doc = self.store.read(path)
+        if doc.archived:
+            doc = self.store.unarchive(path)
+            self._refresh(path)
+        return Response(Status.OK, {"version": str(doc.version), "modified": format_time(doc.modified)})
+
+    def _append(self, request: Request) -> Response:
+        path, token = request.path, request.metadata.get("auth")
+        self._check_write(token, path)
+        expected = _parse_expected(request.metadata.get("expected-version"), required=True)
+        assert expected is not None
+        if not request.body:
+            raise BadRequestError("APPEND needs a non-empty body: the markdown to add at the end")
+        with self._lock:
+            current = self.store.read(path)
+            if current.archived:
+                raise ArchivedError(
+                    f"{path} is archived; publish an empty body to restore it before appending"
+                )
+            base = self.store.read(path, expected) if expected != current.version else current
+            joiner = b"" if not base.body or base.body.endswith(b"\n") else b"\n"
+            body = base.body + joiner + request.body
+            if len(body) > MAX_BODY:
+                raise BadRequestError(
+                    f"appending would make {path} {len(body)} bytes; documents are limited to "
+                    f"{MAX_BODY} bytes; start a new document and link it"
+                )
+            result = self.store.write(path, body, current.metadata, expected)
+            self._refresh(path)
+        doc = result.document
+        return Response(Status.CREATED, {"version": str(doc.version), "modified": format_time(doc.modified)})
+
+    def _archive(self, request: Request) -> Response:
+        path, token = request.path, request.metadata.get("auth")
+        self._check_write(token, path)
+        with self._lock:
+            doc = self.store.archive(path)
+            self._refresh(path)
+        return Response(Status.OK, {"version": str(doc.version), "archived": "true"})
+
+    # --- LOOKUP ---------------------------------------------------------------------------
+
+    def _lookup(self, request: Request) -> Response:
+        meta = request.metadata
+        token = meta.get("auth")
+        query = meta.get("query", "").strip()
+        terms = query_terms(query)
+        flt = parse_filter(meta.get("filter"))
+        limit = parse_limit(meta.get("limit"))
+        match = meta.get("match", "catalog") or "catalog"
+        if match not in ("catalog", "body"):
+            raise BadRequestError(f"match `{match}` is unknown; use `catalog` (tags and titles) or `body` (section text)")
+        scope = normalize_scope(request.path)
+        entries = self.catalog.search(terms, scope, flt, limit, self._readable(token))
+        rows = [LookupRow(e.path, e.importance, e.title, e.tags) for e in entries]
+        body = render_lookup(query, scope, rows, body_match=False)
+        return Response(Status.OK, {"matches": str(len(rows))}, body.encode("utf-8"))
+
+    _handlers: dict[Verb, Callable[[Service, Request], Response]] = {
+        Verb.FETCH: _fetch,
+        Verb.LIST: _list,
+        Verb.VERSIONS: _versions,
+        Verb.PUBLISH: _publish,
+        Verb.APPEND: _append,
+        Verb.ARCHIVE: _archive,
+        Verb.LOOKUP: _lookup,
+    }

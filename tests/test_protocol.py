@@ -1,0 +1,178 @@
+"""The wire codec: framing, limits, statuses and mark:// URLs."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from demarkus.errors import BadRequestError, ConflictError, NotFoundError
+from demarkus.protocol import (
+    MAX_BODY,
+    MAX_METADATA,
+    MAX_REQUEST_LINE,
+    Request,
+    Response,
+    Status,
+    Verb,
+    canonical_url,
+    encode_request,
+    encode_response,
+    error_response,
+    parse_mark_url,
+    parse_request,
+    parse_response,
+    resolve_reference,
+    validate_publisher_metadata,
+)
+
+keys = st.from_regex(r"[a-z0-9][a-z0-9-]{0,15}", fullmatch=True)
+values = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n\x85\u2028\u2029"),
+    max_size=40,
+).filter(lambda v: all(ord(c) >= 32 or c == "\t" for c in v) and "\x7f" not in v)
+paths = st.lists(st.from_regex(r"[A-Za-z0-9_.-]{1,12}", fullmatch=True).filter(lambda s: s not in (".", "..")), min_size=1, max_size=4).map(lambda parts: "/" + "/".join(parts))
+
+
+@given(verb=st.sampled_from(list(Verb)), path=paths, metadata=st.dictionaries(keys, values, max_size=6), body=st.binary(max_size=300))
+def test_request_round_trips_through_the_codec(verb, path, metadata, body):
+    request = Request(verb, path, metadata, body)
+    assert parse_request(encode_request(request)) == request
+
+
+@given(status=st.sampled_from(list(Status)), metadata=st.dictionaries(keys.filter(lambda k: k != "status"), values, max_size=6), body=st.binary(max_size=300))
+def test_response_round_trips_through_the_codec(status, metadata, body):
+    response = Response(status.value, metadata, body)
+    assert parse_response(encode_response(response)) == response
+
+
+def test_metadata_values_stay_strings():
+    request = parse_request(b"PUBLISH /a.md\n---\nimportance: 010\nflag: yes\nempty: ''\n---\nbody")
+    assert request.metadata == {"importance": "010", "flag": "yes", "empty": ""}
+    assert request.body == b"body"
+
+
+def test_response_keys_are_sorted_and_numbers_quoted():
+    raw = encode_response(Response("ok", {"matches": "2", "match": "body"}))
+    assert raw == b"---\nmatch: body\nmatches: '2'\nstatus: ok\n---\n"
+
+
+def test_body_that_looks_like_frontmatter_survives():
+    request = Request(Verb.PUBLISH, "/a.md", {}, b"---\ntitle: x\n---\n# Body\n")
+    decoded = parse_request(encode_request(request))
+    assert decoded.body == request.body
+
+
+@pytest.mark.parametrize(
+    "data, fragment",
+    [
+        (b"FETCH /a.md", "must end with a newline"),
+        (b"FETCH\n", "VERB /path"),
+        (b"GRAB /a.md\n", "unknown verb `GRAB`"),
+        (b"fetch /a.md\n", "unknown verb"),
+        (b"FETCH a.md\n", "must start with `/`"),
+        (b"FETCH /a\x01b.md\n", "control character"),
+        (b"FETCH /a\x7f.md\n", "control character"),
+        (b"FETCH /\xff\xfe.md\n", "not valid UTF-8"),
+        (b"FETCH /" + b"a" * MAX_REQUEST_LINE + b"\n", "at most 4096"),
+        (b"FETCH /" + b"a" * MAX_REQUEST_LINE, "exceeds 4096"),
+        (b"PUBLISH /a.md\n---\ntitle: x\n", "never closed"),
+        (b"PUBLISH /a.md\n---\n- a\n- b\n---\n", "map of `key: value`"),
+        (b"PUBLISH /a.md\n---\nx: [1, 2]\n---\n", "plain string"),
+        (b"PUBLISH /a.md\n---\nx: {a: b}\n---\n", "plain string"),
+        (b"PUBLISH /a.md\n---\nx: 'unterminated\n---\n", "not valid YAML"),
+        (b"PUBLISH /a.md\n---\nt: \xff\n---\n", "not valid UTF-8"),
+    ],
+    ids=lambda v: v if isinstance(v, str) else None,
+)
+def test_malformed_requests_are_bad_requests_that_say_what_is_wrong(data, fragment):
+    with pytest.raises(BadRequestError) as caught:
+        parse_request(data)
+    assert fragment in str(caught.value)
+
+
+def test_oversized_metadata_and_body_are_refused():
+    big_meta = b"PUBLISH /a.md\n---\nk: " + b"v" * MAX_METADATA + b"\n---\n"
+    with pytest.raises(BadRequestError, match="metadata block"):
+        parse_request(big_meta)
+    with pytest.raises(BadRequestError, match="1 MiB"):
+        parse_request(b"PUBLISH /a.md\n" + b"x" * (MAX_BODY + 1))
+    assert parse_request(b"PUBLISH /a.md\n" + b"x" * MAX_BODY).body == b"x" * MAX_BODY
+
+
+def test_dot_dot_segments_are_not_found_before_anything_else():
+    with pytest.raises(NotFoundError):
+        parse_request(b"FETCH /docs/../secret.md\n")
+
+
+@pytest.mark.parametrize(
+    "metadata, fragment",
+    [
+        ({"version": "3"}, "reserved"),
+        ({"etag": "x"}, "reserved"),
+        ({"Title": "x"}, "malformed"),
+        ({"rel:supersedes": "/a.md"}, "malformed"),
+        ({"title": "a\nb"}, "line break"),
+        ({"title": "a\rb"}, "line break"),
+        ({"title": "a\x00b"}, "control character"),
+        ({f"k{i}": "v" for i in range(51)}, "at most 50"),
+        ({"title": "x" * 1100}, "at most 1024 bytes"),
+    ],
+    ids=["reserved-version", "reserved-etag", "uppercase", "colon", "lf", "cr", "nul", "too-many", "too-big"],
+)
+def test_publisher_metadata_rules(metadata, fragment):
+    with pytest.raises(BadRequestError) as caught:
+        validate_publisher_metadata(metadata)
+    assert fragment in str(caught.value)
+
+
+def test_error_response_has_a_title_and_a_paragraph():
+    response = error_response("not-found", "No document at /x.md; use LIST.")
+    assert response.body == b"\n# Not found\n\nNo document at /x.md; use LIST.\n"
+
+
+def test_raise_for_status_maps_conflict_back_with_versions():
+    response = error_response("conflict", "stale", {"your-version": "3", "server-version": "5"})
+    with pytest.raises(ConflictError) as caught:
+        response.raise_for_status()
+    assert (caught.value.your_version, caught.value.server_version) == (3, 5)
+    assert str(caught.value) == "stale"
+
+
+@pytest.mark.parametrize(
+    "url, authority, path",
+    [
+        ("mark://Example.org/a.md", "mark://example.org", "/a.md"),
+        ("mark://example.org:6309/a.md", "mark://example.org", "/a.md"),
+        ("mark://example.org:6310", "mark://example.org:6310", "/"),
+        ("mark://[::1]:7000/x", "mark://[::1]:7000", "/x"),
+    ],
+)
+def test_mark_urls_have_an_authority_without_the_default_port(url, authority, path):
+    parsed = parse_mark_url(url)
+    assert (parsed.authority, parsed.path) == (authority, path)
+
+
+@pytest.mark.parametrize("url", ["http://x/a.md", "mark:///a.md", "mark://h:99999/a"])
+def test_bad_mark_urls_are_refused(url):
+    with pytest.raises(BadRequestError):
+        parse_mark_url(url)
+
+
+@pytest.mark.parametrize(
+    "base, reference, expected",
+    [
+        ("/peps/pep-1.md", "pep-2.md", "/peps/pep-2.md"),
+        ("/a/b/c.md", "../d.md", "/a/d.md"),
+        ("/a/b.md", "/x.md#sec", "/x.md#sec"),
+        ("mark://h/a/b.md", "c.md", "mark://h/a/c.md"),
+        ("/a.md", "mark://Other:6309/x.md", "mark://other/x.md"),
+        ("/a.md", "https://example.org/x", "https://example.org/x"),
+    ],
+)
+def test_references_resolve_like_links(base, reference, expected):
+    assert resolve_reference(base, reference) == expected
+
+
+def test_canonical_url_drops_the_default_port_only():
+    assert canonical_url("mark://h:6309/a") == "mark://h/a"
+    assert canonical_url("mark://h:6310/a") == "mark://h:6310/a"
+    assert canonical_url("https://h:6309/a") == "https://h:6309/a"
