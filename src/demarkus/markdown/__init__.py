@@ -1,0 +1,29 @@
+"""Pure markdown: sections with exact byte ranges and anchors, links, `rel-*` relations."""
+
+from .links import Link, Target, extract_links, resolve_target
+from .relations import PREFERRED, Relation, RejectedRelation, parse_relations
+from .sections import (
+    Outline,
+    Section,
+    opening_paragraph,
+    outline_text,
+    parse_outline,
+    slugify,
+)
+
+__all__ = [
+    "PREFERRED",
+    "Link",
+    "Outline",
+    "RejectedRelation",
+    "Relation",
+    "Section",
+    "Target",
+    "extract_links",
+    "opening_paragraph",
+    "outline_text",
+    "parse_outline",
+    "parse_relations",
+    "resolve_target",
+    "slugify",
+]
