@@ -1,0 +1,77 @@
+"""Publish a frozen world into a store through any `Backend`, every version in order.
+
+Loading is idempotent: each first version is published create-only, and a document the
+store already holds with the same number of versions and the same current body is skipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..backend import Backend
+from ..errors import ConflictError, DemarkusError
+from .world import World, WorldDocument
+
+
+@dataclass(frozen=True, slots=True)
+class LoadReport:
+    documents: int
+    versions: int
+    skipped: int
+
+
+async def load_world(
+    world: World,
+    backend: Backend,
+    *,
+    token: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> LoadReport:
+    """Publish every document of `world`; `progress(n)` is called after each document.
+
+    Raises:
+        DemarkusError: a publish was refused (the message names the document).
+    """
+    documents = versions = skipped = 0
+    for doc in world.documents():
+        if await _already_loaded(doc, backend, token):
+            skipped += 1
+        else:
+            versions += await _publish_versions(doc, backend, token)
+            documents += 1
+        if progress is not None:
+            progress(1)
+    return LoadReport(documents=documents, versions=versions, skipped=skipped)
+
+
+async def _already_loaded(doc: WorldDocument, backend: Backend, token: str | None) -> bool:
+    history = await backend.versions(doc.path, token=token)
+    if history.status == "not-found":
+        return False
+    history.raise_for_status()
+    if int(history.metadata.get("total", "0")) != len(doc.versions):
+        raise ConflictError(
+            f"{doc.path} already exists with {history.metadata.get('total')} versions, but the "
+            f"world has {len(doc.versions)}; load the world into an empty store"
+        )
+    current = (await backend.fetch(doc.path, token=token)).raise_for_status()
+    want = "sha256-" + hashlib.sha256(doc.versions[-1].encode("utf-8")).hexdigest()
+    if current.metadata.get("content-hash") != want:
+        raise ConflictError(
+            f"{doc.path} already exists with different content; load the world into an empty store"
+        )
+    return True
+
+
+async def _publish_versions(doc: WorldDocument, backend: Backend, token: str | None) -> int:
+    for number, body in enumerate(doc.versions):
+        response = await backend.publish(
+            doc.path, body, metadata=doc.metadata, expected_version=number, token=token
+        )
+        try:
+            response.raise_for_status()
+        except DemarkusError as exc:
+            raise type(exc)(f"loading {doc.path} version {number + 1}: {exc.message}") from exc
+    return len(doc.versions)
