@@ -1,0 +1,451 @@
+"""The `demarkus` command: one subcommand per verb, plus serve, token, world and demo.
+
+A target is a `mark://host[:port]/path` URL (over QUIC) or, with `--root`, a bare path in a
+local store (embedded, no network). Errors print one line on stderr and exit non-zero.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import json
+import logging
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from . import auth
+from .backend import Backend
+from .client import Client
+from .errors import BadRequestError, DemarkusError
+from .protocol import Response, parse_mark_url
+from .service import Service
+from .tls import default_tls_dir, ensure_dev_certificate
+
+T = TypeVar("T")
+
+
+def _run(coro: Awaitable[T]) -> T:
+    return asyncio.run(coro)  # type: ignore[arg-type]
+
+
+def _fail(message: str) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(1)
+
+
+def _guard(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn every demarkus error into one line on stderr and exit status 1."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except DemarkusError as exc:
+            _fail(str(exc))
+        except OSError as exc:
+            _fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
+
+    return wrapper
+
+
+@click.group()
+@click.version_option(package_name="demarkus")
+def main() -> None:
+    """demarkus: versioned markdown over the Mark Protocol, for agents and people."""
+
+
+# --- targets ----------------------------------------------------------------------------
+
+target_options = [
+    click.option("--root", type=click.Path(path_type=Path), help="Use a local store (embedded) instead of a mark:// URL."),
+    click.option("--token", envvar="DEMARKUS_AUTH", help="Capability token (or DEMARKUS_AUTH)."),
+    click.option("--ca", type=click.Path(exists=True, path_type=Path), help="CA certificate to trust."),
+    click.option("--insecure", is_flag=True, help="Do not verify the server certificate (development only)."),
+]
+
+
+def with_target(func: Callable[..., Any]) -> Callable[..., Any]:
+    for option in reversed(target_options):
+        func = option(func)
+    return func
+
+
+@contextlib.asynccontextmanager
+async def _open(target: str, root: Path | None, token: str | None, ca: Path | None, insecure: bool):  # type: ignore[no-untyped-def]
+    """Yield (backend, path) for a URL or a bare path in a local store."""
+    if root is not None:
+        if target.startswith("mark://"):
+            raise BadRequestError("give a bare path like /docs/a.md with --root, not a mark:// URL")
+        if not root.is_dir():
+            raise BadRequestError(f"--root {root} is not a directory")
+        yield Service.open(root, trusted=True), target
+        return
+    if not target.startswith("mark://"):
+        raise BadRequestError(f"{target} is not a mark:// URL; pass --root STORE to use a local store")
+    url = parse_mark_url(target)
+    async with Client(url.authority, token=token, ca=ca, insecure=insecure, dial_host=url.host) as client:
+        yield client, url.path
+
+
+def _emit(response: Response, *, show_meta: bool = False) -> None:
+    """Print the body of a success; turn a failure status into one error line."""
+    if not response.ok:
+        response.raise_for_status()
+    if show_meta:
+        click.echo(f"status: {response.status}")
+        for key in sorted(response.metadata):
+            click.echo(f"{key}: {response.metadata[key]}")
+        click.echo("")
+    sys.stdout.write(response.text)
+    if response.body and not response.text.endswith("\n"):
+        sys.stdout.write("\n")
+
+
+def _verb(call: Callable[[Backend, str], Awaitable[Response]], target: str, root: Path | None,
+          token: str | None, ca: Path | None, insecure: bool, show_meta: bool) -> None:
+    async def go() -> Response:
+        async with _open(target, root, token, ca, insecure) as (backend, path):
+            return await call(backend, path)
+
+    _emit(_run(go()), show_meta=show_meta)
+
+
+# --- verbs ------------------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("target")
+@with_target
+@click.option("--meta", "show_meta", is_flag=True, help="Print the status and metadata before the body.")
+@_guard
+def fetch(target: str, root: Path | None, token: str | None, ca: Path | None, insecure: bool, show_meta: bool) -> None:
+    """Print a document (TARGET may end in /vN for an old version)."""
+    _verb(lambda b, p: b.fetch(p, token=token), target, root, token, ca, insecure, show_meta)
+
+
+@main.command(name="list")
+@click.argument("target")
+@with_target
+@click.option("--meta", "show_meta", is_flag=True)
+@_guard
+def list_(target: str, root: Path | None, token: str | None, ca: Path | None, insecure: bool, show_meta: bool) -> None:
+    """List a directory."""
+    _verb(lambda b, p: b.list(p, token=token), target, root, token, ca, insecure, show_meta)
+
+
+@main.command()
+@click.argument("target")
+@with_target
+@click.option("--meta", "show_meta", is_flag=True)
+@_guard
+def versions(target: str, root: Path | None, token: str | None, ca: Path | None, insecure: bool, show_meta: bool) -> None:
+    """Show a document's version history and whether its hash chain verifies."""
+    _verb(lambda b, p: b.versions(p, token=token), target, root, token, ca, insecure, True)
+
+
+def _read_body(source: str) -> bytes:
+    if source == "-":
+        return sys.stdin.buffer.read()
+    return Path(source).read_bytes()
+
+
+def _parse_pairs(pairs: tuple[str, ...]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise click.UsageError(f"--meta {pair}: write key=value")
+        out[key.strip()] = value
+    return out
+
+
+@main.command()
+@click.argument("target")
+@click.argument("source", default="-")
+@with_target
+@click.option("--meta", "pairs", multiple=True, help="Publisher metadata key=value (repeatable).")
+@click.option("--expected-version", type=int, help="0 to create only; N to update only version N.")
+@_guard
+def publish(target: str, source: str, root: Path | None, token: str | None, ca: Path | None, insecure: bool,
+            pairs: tuple[str, ...], expected_version: int | None) -> None:
+    """Publish SOURCE (a file, or - for stdin) as a new version of TARGET."""
+    body, metadata = _read_body(source), _parse_pairs(pairs)
+    _verb(lambda b, p: b.publish(p, body, metadata=metadata, expected_version=expected_version, token=token),
+          target, root, token, ca, insecure, True)
+
+
+@main.command()
+@click.argument("target")
+@click.argument("source", default="-")
+@with_target
+@click.option("--expected-version", type=int, required=True, help="The version you are appending to.")
+@_guard
+def append(target: str, source: str, root: Path | None, token: str | None, ca: Path | None, insecure: bool,
+           expected_version: int) -> None:
+    """Append SOURCE (a file, or - for stdin) to the end of TARGET."""
+    body = _read_body(source)
+    _verb(lambda b, p: b.append(p, body, expected_version=expected_version, token=token),
+          target, root, token, ca, insecure, True)
+
+
+@main.command()
+@click.argument("target")
+@with_target
+@_guard
+def archive(target: str, root: Path | None, token: str | None, ca: Path | None, insecure: bool) -> None:
+    """Archive TARGET (publish an empty body to restore it)."""
+    _verb(lambda b, p: b.archive(p, token=token), target, root, token, ca, insecure, True)
+
+
+@main.command()
+@click.argument("target")
+@click.argument("query")
+@with_target
+@click.option("--filter", "filter_", help="key=value clauses, e.g. tag=adr,modified-after=2026-01-01")
+@click.option("--limit", type=int, help="Rows to return (default 10, at most 1000).")
+@click.option("--match", type=click.Choice(["catalog", "body"]), help="catalog (tags, titles) or body (sections).")
+@click.option("--meta", "show_meta", is_flag=True)
+@_guard
+def lookup(target: str, query: str, root: Path | None, token: str | None, ca: Path | None, insecure: bool,
+           filter_: str | None, limit: int | None, match: str | None, show_meta: bool) -> None:
+    """Find documents under TARGET (a scope such as mark://host/ or /docs) matching QUERY."""
+    _verb(lambda b, p: b.lookup(p, query, filter=filter_, limit=limit, match=match, token=token),
+          target, root, token, ca, insecure, show_meta)
+
+
+# --- serve ------------------------------------------------------------------------------
+
+
+def _configure_logging(log_json: bool) -> None:
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    if log_json:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        access = logging.getLogger("demarkus.access")
+        access.addHandler(handler)
+        access.setLevel(logging.INFO)
+        access.propagate = False
+
+
+async def _serve(service: Service, host: str, port: int, cert: Path | None, key: Path | None,
+                 banner: Callable[[str], None]) -> None:
+    from .server.quic import MarkServer
+
+    if cert is None or key is None:
+        cert, key = ensure_dev_certificate(default_tls_dir())
+    server = MarkServer(service, host, port, cert, key)
+    await server.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    banner(server.url)
+    try:
+        await stop.wait()
+    finally:
+        await server.close()
+
+
+def _print_listening(url: str, root: Path) -> None:
+    click.echo(f"listening on {url} (root {root})", nl=True)
+    sys.stdout.flush()
+
+
+@main.command()
+@click.option("--root", required=True, type=click.Path(file_okay=False, path_type=Path), help="Store directory.")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=6309, show_default=True, type=int, help="UDP port; 0 picks a free one.")
+@click.option("--tokens", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Token store (TOML); without it writes are refused.")
+@click.option("--cert", type=click.Path(exists=True, path_type=Path), help="TLS certificate (PEM); default: a development certificate.")
+@click.option("--key", type=click.Path(exists=True, path_type=Path), help="TLS private key (PEM).")
+@click.option("--log-json", is_flag=True, help="Write one JSON line per request to stderr.")
+@_guard
+def serve(root: Path, host: str, port: int, tokens: Path | None, cert: Path | None, key: Path | None, log_json: bool) -> None:
+    """Serve a store as a Mark authority over QUIC."""
+    _configure_logging(log_json)
+    service = Service.open(root, tokens=tokens)
+    _run(_serve(service, host, port, cert, key, lambda url: _print_listening(url, root)))
+
+
+# --- token ------------------------------------------------------------------------------
+
+
+@main.group()
+def token() -> None:
+    """Manage capability tokens."""
+
+
+@token.command()
+@click.option("--tokens", "tokens_file", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Token store to add the hash to (created if missing).")
+@click.option("--label", required=True, help="A name for this grant, e.g. the person or machine.")
+@click.option("--paths", required=True, help="Comma-separated path globs, e.g. /docs/**,/notes/*")
+@click.option("--ops", default="read,publish", show_default=True, help="read and/or publish")
+@click.option("--expires", help="RFC 3339 expiry, e.g. 2026-12-31T23:59:59Z")
+@_guard
+def generate(tokens_file: Path, label: str, paths: str, ops: str, expires: str | None) -> None:
+    """Create a token, store only its hash, and print the token once."""
+    when = None
+    if expires:
+        try:
+            when = datetime.fromisoformat(expires.replace("Z", "+00:00"))
+        except ValueError:
+            raise click.UsageError(f"--expires {expires} is not RFC 3339") from None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+    raw = auth.generate_token()
+    auth.add_grant(
+        tokens_file, label, raw,
+        [p.strip() for p in paths.split(",") if p.strip()],
+        [o.strip() for o in ops.split(",") if o.strip()],
+        when,
+    )
+    click.echo(raw)
+    click.echo(f"stored the hash of this token as [{label}] in {tokens_file}; the token is not shown again", err=True)
+
+
+# --- world ------------------------------------------------------------------------------
+
+
+@main.group()
+def world() -> None:
+    """Frozen worlds: fixed corpora for evaluation."""
+
+
+async def _load_world_into(world_dir: Path, backend: Backend, token: str | None) -> str:
+    from rich.progress import Progress
+
+    from .worlds import open_world
+    from .worlds.loader import load_world
+
+    frozen = open_world(world_dir)
+    with Progress(transient=not sys.stderr.isatty(), console=None) as bar:
+        task = bar.add_task(f"loading {frozen.id}", total=frozen.documents_count)
+        report = await load_world(frozen, backend, token=token, progress=lambda n: bar.advance(task, n))
+    return (
+        f"loaded {frozen.id}: {report.documents} documents, {report.versions} versions"
+        + (f", {report.skipped} already present" if report.skipped else "")
+    )
+
+
+@world.command(name="load")
+@click.argument("world_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--root", type=click.Path(file_okay=False, path_type=Path), help="Store to load into (embedded).")
+@click.option("--url", help="Or a mark:// authority to publish to (needs --token).")
+@click.option("--token", envvar="DEMARKUS_AUTH")
+@click.option("--ca", type=click.Path(exists=True, path_type=Path))
+@click.option("--insecure", is_flag=True)
+@_guard
+def world_load(world_dir: Path, root: Path | None, url: str | None, token: str | None, ca: Path | None, insecure: bool) -> None:
+    """Load WORLD_DIR (demarkus-world-v1) into a store, every version in order."""
+    if (root is None) == (url is None):
+        raise click.UsageError("give exactly one of --root STORE or --url mark://host")
+
+    async def go() -> str:
+        if root is not None:
+            root.mkdir(parents=True, exist_ok=True)
+            return await _load_world_into(world_dir, Service.open(root, trusted=True), token)
+        assert url is not None
+        async with Client(url, token=token, ca=ca, insecure=insecure) as client:
+            return await _load_world_into(world_dir, client, token)
+
+    click.echo(_run(go()), err=True)
+
+
+# --- demo (the main job) ----------------------------------------------------------------
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=6309, show_default=True, type=int, help="UDP port; 0 picks a free one.")
+@click.option("--dir", "workdir", default=".demarkus-demo", show_default=True, type=click.Path(file_okay=False, path_type=Path), help="Where the demo store lives.")
+@click.option("--log-json", is_flag=True)
+@_guard
+def demo(host: str, port: int, workdir: Path, log_json: bool) -> None:
+    """Serve the bundled demo world on 127.0.0.1 and print how to reach it."""
+    from .worlds import demo_world_path, open_world
+
+    _configure_logging(log_json)
+    root = workdir / "store"
+    root.mkdir(parents=True, exist_ok=True)
+    frozen = open_world(demo_world_path())
+    service = Service.open(root, trusted=True)
+    message = _run(_load_world_into(demo_world_path(), service, None))
+    click.echo(message, err=True)
+    read_only = Service(service.store)  # untrusted: readable by anyone, writes refused
+
+    def banner(url: str) -> None:
+        exe = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "demarkus"
+        exe = "demarkus" if exe in ("", "__main__.py") else exe
+        click.echo(f"demo world {frozen.id}: {frozen.documents_count} documents")
+        click.echo(f"listening on {url} (root {root})")
+        click.echo("try, in another terminal:")
+        click.echo(f"  .venv/bin/demarkus fetch {url}/index.md")
+        click.echo(f"  .venv/bin/demarkus lookup {url}/ retention")
+        click.echo(f"  .venv/bin/demarkus versions {url}/index.md")
+        click.echo("press Ctrl-C to stop")
+        sys.stdout.flush()
+
+    _run(_serve(read_only, host, port, None, None, banner))
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+# --- mcp --------------------------------------------------------------------------------
+
+
+@main.command(name="mcp")
+@click.option("--host", "host_url", help="A remote authority, e.g. mark://localhost:6309 (over QUIC).")
+@click.option("--root", type=click.Path(file_okay=False, path_type=Path), help="Or a local store (embedded, no network).")
+@click.option("--authority", default="mark://localhost", show_default=True, help="Identity of an embedded store, for relation targets.")
+@click.option("--scope", default="/", show_default=True, help="Confine every tool to this subtree.")
+@click.option("--read-only", is_flag=True, help="Offer only the read tools.")
+@click.option("--token", envvar="DEMARKUS_AUTH")
+@click.option("--ca", type=click.Path(exists=True, path_type=Path))
+@click.option("--insecure", is_flag=True)
+@_guard
+def mcp_command(host_url: str | None, root: Path | None, authority: str, scope: str, read_only: bool,
+                token: str | None, ca: Path | None, insecure: bool) -> None:
+    """Serve the MCP tools over stdio, for an agent."""
+    from .graph import GraphStore
+    from .mcp.server import LocalResolver, build_server, default_graph_path
+    from .mcp.tools import Tools
+
+    if (root is None) == (host_url is None):
+        raise click.UsageError("give exactly one of --host mark://host[:port] or --root STORE")
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+
+    async def go() -> None:
+        backend: Backend
+        client: Client | None = None
+        if root is not None:
+            if not root.is_dir():
+                raise BadRequestError(f"--root {root} is not a directory")
+            backend, identity = Service.open(root, trusted=not read_only), parse_mark_url(authority).authority
+        else:
+            assert host_url is not None
+            url = parse_mark_url(host_url)
+            client = Client(url.authority, token=token, ca=ca, insecure=insecure)
+            backend, identity = client, url.authority
+        graph_path = default_graph_path(root, identity)
+        graph_path.parent.mkdir(parents=True, exist_ok=True)
+        graph = GraphStore(graph_path)
+        resolver = LocalResolver(backend, identity, graph, token=token, scope=scope)
+        server = build_server(lambda: Tools(resolver), writable=not read_only,
+                              instructions=f"Connected to {identity}. Use bare paths like /index.md.")
+        try:
+            await server.run_stdio_async()
+        finally:
+            graph.close()
+            if client is not None:
+                await client.close()
+
+    _run(go())

@@ -1,0 +1,66 @@
+"""Start demarkus as a real subprocess and wait (bounded) for its `listening on` line."""
+
+from __future__ import annotations
+
+import os
+import re
+import selectors
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+LISTENING = re.compile(r"listening on (mark://\S+)")
+REPO = Path(__file__).resolve().parents[2]
+DEMARKUS = [sys.executable, "-m", "demarkus"]
+
+
+def wait_for_line(proc: subprocess.Popen[str], pattern: re.Pattern[str], timeout: float = 60) -> re.Match[str]:
+    """Read stdout until a line matches; fail with what was printed if it never does."""
+    assert proc.stdout is not None
+    seen: list[str] = []
+    selector = selectors.DefaultSelector()
+    selector.register(proc.stdout, selectors.EVENT_READ)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not selector.select(timeout=max(0.0, deadline - time.monotonic())):
+            break
+        line = proc.stdout.readline()
+        if not line:
+            break
+        seen.append(line)
+        found = pattern.search(line)
+        if found:
+            return found
+    proc.kill()
+    stderr = proc.stderr.read() if proc.stderr else ""
+    raise AssertionError(f"no line matching {pattern.pattern!r}; stdout={''.join(seen)!r} stderr={stderr[-2000:]!r}")
+
+
+@contextmanager
+def running(args: Sequence[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """Run a command that prints `listening on mark://...`; yield the process and the URL."""
+    full_env = {**os.environ, **(env or {})}
+    proc = subprocess.Popen(
+        list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env, cwd=cwd
+    )
+    try:
+        url = wait_for_line(proc, LISTENING).group(1)
+        yield proc, url
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+
+
+def cli(*args: str, env: dict[str, str] | None = None, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*DEMARKUS, *args], capture_output=True, text=True, timeout=60,
+        env={**os.environ, **(env or {})}, input=stdin,
+    )

@@ -1,0 +1,85 @@
+"""The `demarkus` command against a real server subprocess on 127.0.0.1."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from demarkus import auth
+
+from .processes import DEMARKUS, cli, running
+
+
+@pytest.fixture
+def served(tmp_path: Path):
+    tokens = tmp_path / "tokens.toml"
+    writer = auth.generate_token()
+    auth.add_grant(tokens, "writer", writer, ["/**"], ["publish"])
+    root = tmp_path / "store"
+    env = {"DEMARKUS_HOME": os.environ["DEMARKUS_HOME"]}
+    with running([*DEMARKUS, "serve", "--root", str(root), "--port", "0", "--tokens", str(tokens)], env=env) as (proc, url):
+        yield url, writer, env
+
+
+def test_publish_fetch_list_versions_lookup_append_archive_through_the_cli(served, tmp_path: Path):
+    url, writer, env = served
+    doc = tmp_path / "a.md"
+    doc.write_text("# Alpha\n\nHello.\n")
+    published = cli("publish", f"{url}/docs/a.md", str(doc), "--meta", "title=Alpha", "--meta", "tags=greeting", "--token", writer, env=env)
+    assert published.returncode == 0, published.stderr
+    assert "status: created" in published.stdout and "version: 1" in published.stdout
+    fetched = cli("fetch", f"{url}/docs/a.md", env=env)
+    assert fetched.returncode == 0 and fetched.stdout == "# Alpha\n\nHello.\n"
+    meta = cli("fetch", f"{url}/docs/a.md", "--meta", env=env)
+    assert "title: Alpha" in meta.stdout
+    listed = cli("list", f"{url}/docs", env=env)
+    assert "[a.md](a.md)" in listed.stdout
+    appended = cli("append", f"{url}/docs/a.md", "-", "--expected-version", "1", "--token", writer, env=env, stdin="More.\n")
+    assert appended.returncode == 0, appended.stderr
+    history = cli("versions", f"{url}/docs/a.md", env=env)
+    assert "chain-valid: true" in history.stdout and "[v2]" in history.stdout
+    found = cli("lookup", f"{url}/", "greeting", env=env)
+    assert "/docs/a.md" in found.stdout
+    assert cli("archive", f"{url}/docs/a.md", "--token", writer, env=env).returncode == 0
+    gone = cli("fetch", f"{url}/docs/a.md", env=env)
+    assert gone.returncode == 1
+    assert gone.stderr.startswith("error: ") and len(gone.stderr.strip().splitlines()) == 1
+    assert "archived" in gone.stderr
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["fetch", "{url}/missing.md"], "no document at /missing.md"),
+        (["publish", "{url}/x.md", "-"], "token"),
+        (["lookup", "{url}/", "a"], "at least 2 characters"),
+        (["fetch", "http://example.org/x"], "not a mark:// URL"),
+    ],
+    ids=["not-found", "no-token", "short-query", "bad-url"],
+)
+def test_cli_errors_are_one_line_and_exit_non_zero(served, args, fragment):
+    url, _, env = served
+    result = cli(*[a.format(url=url) for a in args], env=env, stdin="body")
+    assert result.returncode != 0
+    assert fragment in result.stderr
+    assert len([ln for ln in result.stderr.splitlines() if ln.strip()]) <= 2
+
+
+def test_token_generate_prints_the_token_once_and_stores_its_hash(tmp_path: Path):
+    tokens = tmp_path / "t.toml"
+    result = cli("token", "generate", "--tokens", str(tokens), "--label", "laptop", "--paths", "/docs/**", "--ops", "publish")
+    assert result.returncode == 0, result.stderr
+    raw = result.stdout.strip()
+    stored = tokens.read_text()
+    assert raw not in stored and auth.hash_token(raw) in stored
+    again = cli("token", "generate", "--tokens", str(tokens), "--label", "laptop", "--paths", "/docs/**")
+    assert again.returncode != 0 and "laptop" in again.stderr
+
+
+def test_embedded_root_works_without_a_network(tmp_path: Path):
+    root = tmp_path / "store"
+    root.mkdir()
+    assert cli("publish", "/n.md", "-", "--root", str(root), stdin="# Note\n").returncode == 0
+    assert cli("fetch", "/n.md", "--root", str(root)).stdout == "# Note\n"
