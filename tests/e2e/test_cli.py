@@ -83,3 +83,29 @@ def test_embedded_root_works_without_a_network(tmp_path: Path):
     root.mkdir()
     assert cli("publish", "/n.md", "-", "--root", str(root), stdin="# Note\n").returncode == 0
     assert cli("fetch", "/n.md", "--root", str(root)).stdout == "# Note\n"
+
+
+def test_world_load_publishes_every_version_and_refuses_a_tampered_world(tmp_path: Path):
+    import shutil
+
+    from demarkus.store import FileStore
+    from demarkus.worlds import demo_world_path, open_world
+
+    world = open_world(demo_world_path())
+    root = tmp_path / "store"
+    loaded = cli("world", "load", str(demo_world_path()), "--root", str(root))
+    assert loaded.returncode == 0, loaded.stderr
+    assert f"{world.documents_count} documents, {world.versions_count} versions" in loaded.stderr
+    store = FileStore(root)
+    assert len(store.documents()) == world.documents_count
+    assert sum(store.current_version(p) for p in store.documents()) == world.versions_count
+    assert all(store.verify(p) is None for p in store.documents())
+    again = cli("world", "load", str(demo_world_path()), "--root", str(root))
+    assert again.returncode == 0 and "already present" in again.stderr
+    tampered = tmp_path / "tampered"
+    shutil.copytree(demo_world_path(), tampered)
+    corpus = tampered / "corpus.jsonl"
+    corpus.write_bytes(corpus.read_bytes().replace(b"Harborwick", b"Harborwock", 1))
+    refused = cli("world", "load", str(tampered), "--root", str(tmp_path / "other"))
+    assert refused.returncode != 0
+    assert "corpus.jsonl" in refused.stderr and "sha256" in refused.stderr
