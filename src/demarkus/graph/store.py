@@ -1,0 +1,561 @@
+"""The graph store: observed documents and their outgoing edges in SQLite; backlinks and
+neighbourhood queries for `mark_explore` and `mark_backlinks`.
+
+Schema (PRAGMA user_version = 1)::
+
+    nodes(url PK, title, version, observed_at ISO-8601 UTC, gone 0|1)
+    edges(source, target, rel, label, anchor, fragment, count)
+        PRIMARY KEY (source, target, rel)       -- outgoing: by source
+        INDEX edges_by_target (target, source, rel)  -- incoming: by target
+
+An observation replaces the FULL outgoing edge set of its document in one transaction,
+so a fresh read always wins and stale links vanish. Targets need not be nodes: edges to
+documents never observed, on other authorities or outside mark:// are kept as they are.
+
+One connection (WAL, `check_same_thread=False`) guarded by a lock, so the store can be
+shared by the threads of one process; another process sees committed observations.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import re
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+
+from ..errors import BadRequestError, IntegrityError
+from .observe import Edge, node_url
+
+__all__ = [
+    "DIRECTIONS",
+    "MAX_CURSOR_LENGTH",
+    "MAX_EDGES_PER_ROW",
+    "MAX_PAGE_SIZE",
+    "MAX_RELATIONS",
+    "SCHEMA_VERSION",
+    "GraphStore",
+    "NeighborhoodPage",
+    "NeighborhoodRow",
+    "Node",
+]
+
+SCHEMA_VERSION = 1
+DIRECTIONS = ("incoming", "outgoing", "both")
+MAX_PAGE_SIZE = 100
+MAX_RELATIONS = 20
+MAX_EDGES_PER_ROW = 20
+MAX_CURSOR_LENGTH = 1024
+
+_SCHEMA = """
+CREATE TABLE nodes (
+    url TEXT PRIMARY KEY,
+    title TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    observed_at TEXT NOT NULL,
+    gone INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+CREATE TABLE edges (
+    source TEXT NOT NULL,
+    target TEXT NOT NULL,
+    rel TEXT NOT NULL,
+    label TEXT NOT NULL,
+    anchor TEXT NOT NULL,
+    fragment TEXT NOT NULL,
+    count INTEGER NOT NULL,
+    PRIMARY KEY (source, target, rel)
+) WITHOUT ROWID;
+CREATE INDEX edges_by_target ON edges (target, source, rel);
+"""
+
+_EDGE_COLUMNS = "source, target, rel, label, anchor, fragment, count"
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    url: str
+    title: str
+    version: int
+    observed_at: datetime
+    """When the document was last observed (or, once gone, last observed alive); UTC."""
+    gone: bool = False
+    """True after `forget`: the document was reported gone or archived."""
+
+
+@dataclass(frozen=True, slots=True)
+class NeighborhoodRow:
+    url: str
+    """The neighbour: the end of each edge that is not the queried URL."""
+    edges: tuple[Edge, ...]
+    """Sorted by (source, target, rel); at most MAX_EDGES_PER_ROW."""
+    omitted_edges: int
+    """Edges with this neighbour left out by the per-row cap."""
+
+
+@dataclass(frozen=True, slots=True)
+class NeighborhoodPage:
+    url: str
+    """The queried URL, canonical."""
+    direction: str
+    relations: tuple[str, ...] | None
+    """Sorted, de-duplicated filter; None = every relation and plain link."""
+    rows: tuple[NeighborhoodRow, ...]
+    """Distinct neighbours sorted by URL, after the cursor."""
+    total_rows: int
+    """Distinct neighbours of the whole query, every page together."""
+    remaining_rows: int
+    """Neighbours after this page."""
+    next_cursor: str | None
+    """Pass back as `cursor` for the next page; None on the last page."""
+
+
+class GraphStore:
+    """Observed documents and their edges, persisted in SQLite (None = in memory)."""
+
+    def __init__(self, path: Path | None) -> None:
+        """Open (creating when missing) the store at `path`.
+
+        Raises:
+            IntegrityError: the file is not a graph store this version can read.
+        """
+        self.path = path
+        self._lock = threading.Lock()
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        target = ":memory:" if path is None else str(path)
+        self._conn = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
+        try:
+            self._conn.execute("PRAGMA busy_timeout = 5000")
+            if path is not None:
+                self._conn.execute("PRAGMA journal_mode = WAL")
+                self._conn.execute("PRAGMA synchronous = NORMAL")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            self._conn.close()
+            raise IntegrityError(
+                f"the graph store {path} cannot be read ({exc}); move it aside and the graph "
+                "is rebuilt as documents are observed again"
+            ) from exc
+        except IntegrityError:
+            self._conn.close()
+            raise
+
+    def _migrate(self) -> None:
+        version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+        if version == SCHEMA_VERSION:
+            return
+        if version != 0:
+            raise IntegrityError(
+                f"the graph store {self.path} has schema version {version}, this demarkus reads "
+                f"version {SCHEMA_VERSION}; upgrade demarkus or move the file aside"
+            )
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    self._conn.execute(statement)
+            self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            self._conn.execute("COMMIT")
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+
+    # --- writes -------------------------------------------------------------------------
+
+    def observe(
+        self,
+        url: str,
+        *,
+        title: str,
+        version: int,
+        edges: Sequence[Edge],
+        observed_at: datetime,
+    ) -> None:
+        """Record the document at `url` and replace its FULL outgoing edge set with `edges`.
+
+        Edges repeating one (target, rel) are merged, their counts added.
+
+        Raises:
+            BadRequestError: `url` is a malformed mark:// URL.
+            ValueError: an edge's source is not `url`, or `observed_at` is naive.
+        """
+        source = node_url(url)
+        for edge in edges:
+            if edge.source != source:
+                raise ValueError(f"edge source {edge.source!r} is not the observed {source!r}")
+        when = _timestamp(observed_at)
+        rows = [(e.source, e.target, e.rel, e.label, e.anchor, e.fragment, e.count) for e in edges]
+        with self._lock, self._transaction():
+            self._conn.execute("DELETE FROM edges WHERE source = ?", (source,))
+            self._conn.executemany(
+                f"INSERT INTO edges ({_EDGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (source, target, rel) DO UPDATE SET count = count + excluded.count",
+                rows,
+            )
+            self._conn.execute(
+                "INSERT INTO nodes (url, title, version, observed_at, gone) VALUES (?, ?, ?, ?, 0) "
+                "ON CONFLICT (url) DO UPDATE SET title = excluded.title, "
+                "version = excluded.version, observed_at = excluded.observed_at, gone = 0",
+                (source, title, version, when),
+            )
+
+    def forget(self, url: str) -> None:
+        """The document at `url` is gone or archived: drop its outgoing edges, mark it gone.
+
+        Edges from other documents to it stay: those documents still link here.
+
+        Raises:
+            BadRequestError: `url` is a malformed mark:// URL.
+        """
+        source = node_url(url)
+        with self._lock, self._transaction():
+            self._conn.execute("DELETE FROM edges WHERE source = ?", (source,))
+            self._conn.execute("UPDATE nodes SET gone = 1 WHERE url = ?", (source,))
+
+    # --- reads --------------------------------------------------------------------------
+
+    def node(self, url: str) -> Node | None:
+        """The last observation of `url`, None when it was never observed."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT url, title, version, observed_at, gone FROM nodes WHERE url = ?",
+                (_query_url(url),),
+            ).fetchone()
+        if row is None:
+            return None
+        return Node(row[0], row[1], row[2], datetime.fromisoformat(row[3]), bool(row[4]))
+
+    def titles(self, urls: Iterable[str]) -> dict[str, str]:
+        """Title of each observed URL among `urls` that has a non-empty one."""
+        wanted = sorted({_query_url(u) for u in urls})
+        found: dict[str, str] = {}
+        with self._lock:
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                marks = ", ".join("?" * len(chunk))
+                for url, title in self._conn.execute(
+                    f"SELECT url, title FROM nodes WHERE url IN ({marks}) AND title != ''", chunk
+                ):
+                    found[url] = title
+        return found
+
+    def outgoing(self, url: str) -> list[Edge]:
+        """Edges from `url`, sorted by (target, rel)."""
+        return self._edges("WHERE source = ? ORDER BY target, rel", (_query_url(url),))
+
+    def incoming(self, url: str) -> list[Edge]:
+        """Edges to `url`, sorted by (source, rel)."""
+        return self._edges("WHERE target = ? ORDER BY source, rel", (_query_url(url),))
+
+    def backlinks(self, url: str) -> list[Edge]:
+        """Edges to `url` (typed relations and plain links), sorted by source URL then rel."""
+        return self.incoming(url)
+
+    def neighborhood(
+        self,
+        url: str,
+        *,
+        direction: str = "both",
+        relations: Sequence[str] | None = None,
+        page_size: int = 10,
+        cursor: str | None = None,
+    ) -> NeighborhoodPage:
+        """One page of the distinct neighbours of `url`, sorted by URL, with their edges.
+
+        `direction` is `incoming` (edges to `url`), `outgoing` (edges from it) or `both`
+        (the union; a self-loop counts once, as incoming). `relations` keeps only those
+        exact predicates, `""` meaning plain body links; None keeps everything.
+
+        Raises:
+            BadRequestError: bad direction, relations, page size or cursor.
+        """
+        center = _query_url(url)
+        if direction not in DIRECTIONS:
+            raise BadRequestError(
+                f"direction {direction!r} is not one of incoming, outgoing, both; "
+                "call again with one of them (both is the default)"
+            )
+        rels = _relations_filter(relations)
+        if (
+            isinstance(page_size, bool)
+            or not isinstance(page_size, int)
+            or not (1 <= page_size <= MAX_PAGE_SIZE)
+        ):
+            raise BadRequestError(
+                f"page_size {page_size!r} is out of range; call again with 1 to {MAX_PAGE_SIZE}"
+            )
+        identity = _query_identity(center, direction, rels)
+        after = None if cursor is None else _decode_cursor(cursor, identity)
+
+        query = _Neighbours(center, direction, rels)
+        with self._lock:
+            sql, params = query.page(after, page_size + 1)
+            urls = [row[0] for row in self._conn.execute(sql, params)]
+            more = len(urls) > page_size
+            urls = urls[:page_size]
+            total = self._count(query, None)
+            remaining = total - self._count(query, urls[-1]) if more else 0
+            edges = self._row_edges(center, direction, rels, urls)
+        rows = []
+        for neighbour in urls:
+            found = sorted(edges.get(neighbour, []), key=lambda e: (e.source, e.target, e.rel))
+            rows.append(
+                NeighborhoodRow(
+                    url=neighbour,
+                    edges=tuple(found[:MAX_EDGES_PER_ROW]),
+                    omitted_edges=max(0, len(found) - MAX_EDGES_PER_ROW),
+                )
+            )
+        return NeighborhoodPage(
+            url=center,
+            direction=direction,
+            relations=rels,
+            rows=tuple(rows),
+            total_rows=total,
+            remaining_rows=remaining,
+            next_cursor=_encode_cursor(identity, urls[-1]) if more else None,
+        )
+
+    def close(self) -> None:
+        """Close the database; the store is unusable afterwards. Safe to call twice."""
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> GraphStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # --- internals ----------------------------------------------------------------------
+
+    def _transaction(self) -> _Transaction:
+        return _Transaction(self._conn)
+
+    def _edges(self, clause: str, params: tuple[object, ...]) -> list[Edge]:
+        with self._lock:
+            rows = self._conn.execute(f"SELECT {_EDGE_COLUMNS} FROM edges {clause}", params)
+            return [Edge(*row) for row in rows]
+
+    def _count(self, query: _Neighbours, upto: str | None) -> int:
+        """Distinct neighbours of `query`, only those up to `upto` (inclusive) when given."""
+        return sum(
+            sign * self._conn.execute(sql, params).fetchone()[0]
+            for sign, sql, params in query.counts(upto)
+        )
+
+    def _row_edges(
+        self, center: str, direction: str, rels: tuple[str, ...] | None, urls: list[str]
+    ) -> dict[str, list[Edge]]:
+        """Edges between `center` and each neighbour in `urls`, keyed by neighbour."""
+        by_neighbour: dict[str, list[Edge]] = {}
+        if not urls:
+            return by_neighbour
+        marks = ", ".join("?" * len(urls))
+        rel_sql, rel_params = _rel_clause(rels)
+        if direction in ("incoming", "both"):
+            for row in self._conn.execute(
+                f"SELECT {_EDGE_COLUMNS} FROM edges WHERE target = ? AND source IN ({marks})"
+                f"{rel_sql}",
+                (center, *urls, *rel_params),
+            ):
+                edge = Edge(*row)
+                by_neighbour.setdefault(edge.source, []).append(edge)
+        if direction in ("outgoing", "both"):
+            skip_loop = " AND target != ?" if direction == "both" else ""
+            loop_params: tuple[str, ...] = (center,) if direction == "both" else ()
+            for row in self._conn.execute(
+                f"SELECT {_EDGE_COLUMNS} FROM edges WHERE source = ? AND target IN ({marks})"
+                f"{rel_sql}{skip_loop}",
+                (center, *urls, *rel_params, *loop_params),
+            ):
+                edge = Edge(*row)
+                by_neighbour.setdefault(edge.target, []).append(edge)
+        return by_neighbour
+
+
+class _Transaction:
+    """BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on any exception."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def __enter__(self) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.conn.execute("COMMIT" if exc_type is None else "ROLLBACK")
+
+
+def _query_url(url: str) -> str:
+    """Canonical node URL for a query; a malformed mark:// URL is queried as written."""
+    try:
+        return node_url(url)
+    except BadRequestError:
+        return url
+
+
+def _timestamp(when: datetime) -> str:
+    if when.tzinfo is None or when.utcoffset() is None:
+        raise ValueError("observed_at must be timezone-aware (use datetime.now(UTC))")
+    return when.astimezone(UTC).isoformat()
+
+
+def _relations_filter(relations: Sequence[str] | None) -> tuple[str, ...] | None:
+    if relations is None:
+        return None
+    if isinstance(relations, str) or not all(isinstance(r, str) for r in relations):
+        raise BadRequestError(
+            'relations must be a list of predicates such as ["supersedes", ""]; '
+            "call again with a list, or without relations for every edge"
+        )
+    if len(relations) > MAX_RELATIONS:
+        raise BadRequestError(
+            f"relations lists {len(relations)} predicates, at most {MAX_RELATIONS} are allowed; "
+            "call again with fewer, or without relations for every edge"
+        )
+    return tuple(sorted(set(relations)))
+
+
+def _rel_clause(rels: tuple[str, ...] | None, alias: str = "") -> tuple[str, tuple[str, ...]]:
+    if rels is None:
+        return "", ()
+    return f" AND {alias}rel IN ({', '.join('?' * len(rels))})", rels
+
+
+class _Neighbours:
+    """SQL for the distinct neighbours of one query, one side (incoming, outgoing) at a time.
+
+    Each side walks its own index in URL order: a page reads about `limit` index entries
+    per side. Counting the UNION would sort every neighbour in a temporary B-tree; counting
+    each side and subtracting the overlap (neighbours on both sides) is several times faster.
+    """
+
+    def __init__(self, center: str, direction: str, rels: tuple[str, ...] | None) -> None:
+        self.center = center
+        self.direction = direction
+        self.rels = rels
+
+    def _sides(self) -> list[tuple[str, str, tuple[str, ...]]]:
+        """(neighbour column, WHERE clause, parameters) per side of the query."""
+        rel_sql, rel_params = _rel_clause(self.rels)
+        sides = []
+        if self.direction in ("incoming", "both"):
+            sides.append(("source", f"target = ?{rel_sql}", (self.center, *rel_params)))
+        if self.direction in ("outgoing", "both"):
+            where, params = f"source = ?{rel_sql}", (self.center, *rel_params)
+            if self.direction == "both":  # the self-loop was met on the incoming side
+                where, params = where + " AND target != ?", (*params, self.center)
+            sides.append(("target", where, params))
+        return sides
+
+    def page(self, after: str | None, limit: int) -> tuple[str, tuple[object, ...]]:
+        """The first `limit` neighbours after `after`, by URL."""
+        parts: list[str] = []
+        params: list[object] = []
+        for column, where, side_params in self._sides():
+            bound = f" AND {column} > ?" if after is not None else ""
+            parts.append(
+                f"SELECT * FROM (SELECT DISTINCT {column} AS nb FROM edges "
+                f"WHERE {where}{bound} ORDER BY nb LIMIT ?)"
+            )
+            params += [*side_params, *([after] if after is not None else []), limit]
+        return f"SELECT nb FROM ({' UNION '.join(parts)}) ORDER BY nb LIMIT ?", (*params, limit)
+
+    def counts(self, upto: str | None) -> list[tuple[int, str, tuple[object, ...]]]:
+        """(sign, SQL, parameters) whose signed counts add up to the distinct neighbours."""
+
+        def bound(column: str) -> str:
+            return f" AND {column} <= ?" if upto is not None else ""
+
+        upto_params: tuple[str, ...] = (upto,) if upto is not None else ()
+        queries: list[tuple[int, str, tuple[object, ...]]] = [
+            (
+                1,
+                f"SELECT COUNT(DISTINCT {col}) FROM edges WHERE {where}{bound(col)}",
+                (*params, *upto_params),
+            )
+            for col, where, params in self._sides()
+        ]
+        if self.direction == "both":
+            rel_o, rel_params = _rel_clause(self.rels, "o.")
+            rel_i, _ = _rel_clause(self.rels, "i.")
+            overlap = (
+                f"SELECT COUNT(DISTINCT o.target) FROM edges o "
+                f"WHERE o.source = ?{rel_o} AND o.target != ?{bound('o.target')} "
+                f"AND EXISTS (SELECT 1 FROM edges i WHERE i.target = ? AND i.source = o.target"
+                f"{rel_i})"
+            )
+            params = (self.center, *rel_params, self.center, *upto_params, self.center, *rel_params)
+            queries.append((-1, overlap, params))
+        return queries
+
+
+# --- cursors ------------------------------------------------------------------------------
+
+_BASE64URL = re.compile(r"[A-Za-z0-9_-]+")
+_CURSOR_HINT = "call again without a cursor to start from the first page"
+
+
+def _query_identity(url: str, direction: str, relations: tuple[str, ...] | None) -> str:
+    """Hex SHA-256 of JSON {"url", "direction", "relations" (sorted, de-duplicated, or null)}."""
+    listed = list(relations) if relations is not None else None
+    query = {"url": url, "direction": direction, "relations": listed}
+    text = json.dumps(query, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _encode_cursor(identity: str, after: str) -> str:
+    text = json.dumps({"q": identity, "a": after}, separators=(",", ":"), ensure_ascii=False)
+    return base64.urlsafe_b64encode(text.encode("utf-8")).rstrip(b"=").decode("ascii")
+
+
+def _decode_cursor(cursor: str, identity: str) -> str:
+    """The last URL of the previous page.
+
+    Raises:
+        BadRequestError: the cursor is too long, malformed, or belongs to another query.
+    """
+    if len(cursor) > MAX_CURSOR_LENGTH:
+        raise BadRequestError(
+            f"cursor is {len(cursor)} characters, longer than any this store hands out "
+            f"({MAX_CURSOR_LENGTH}); {_CURSOR_HINT}"
+        )
+    try:
+        if not _BASE64URL.fullmatch(cursor):
+            raise ValueError("not unpadded base64url")
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        data = json.loads(raw.decode("utf-8"))
+    except (ValueError, binascii.Error, UnicodeDecodeError) as exc:
+        raise BadRequestError(f"cursor is malformed; {_CURSOR_HINT}") from exc
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("q"), str)
+        or not isinstance(data.get("a"), str)
+        or not data["a"]
+    ):
+        raise BadRequestError(f"cursor is malformed; {_CURSOR_HINT}")
+    if data["q"] != identity:
+        raise BadRequestError(
+            "cursor belongs to another query (a different url, direction or relations); "
+            f"{_CURSOR_HINT}"
+        )
+    after: str = data["a"]
+    return after
