@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from mcp import Client as MCPClient
 
 from demarkus import auth
+from demarkus.graph import GraphStore
+from demarkus.mcp.server import LocalResolver, build_server
+from demarkus.mcp.tools import Tools
+from demarkus.worlds import demo_world_path, open_world
+from demarkus.worlds.loader import load_world
 from demarkus.client import Client
 from demarkus.server.quic import MarkServer, serve_mark
 from demarkus.service import Service
@@ -70,3 +78,43 @@ async def server(service: Service, tls_files: tuple[Path, Path]) -> AsyncIterato
 async def client(server: MarkServer, tls_files: tuple[Path, Path]) -> AsyncIterator[Client]:
     async with Client(f"mark://localhost:{server.port}", ca=tls_files[0], dial_host="127.0.0.1") as connected:
         yield connected
+
+
+# --- the demo world, for tool texts ---------------------------------------------------
+
+FIXED_MTIME = 1_790_000_000  # 2026-09-21T13:33:20Z
+AUTHORITY = "mark://demo.world"
+
+
+
+def pin_mtimes(root: Path) -> None:
+    for dirpath, _, files in os.walk(root):
+        for name in files:
+            os.utime(Path(dirpath) / name, (FIXED_MTIME, FIXED_MTIME), follow_symlinks=False)
+
+
+@pytest.fixture(scope="session")
+def demo_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("demo-store")
+    service = Service.open(root, trusted=True)
+    asyncio.run(load_world(open_world(demo_world_path()), service))
+    pin_mtimes(root / "")
+    return root
+
+
+def make_server(root: Path, *, authority: str = AUTHORITY, scope: str = "/", trusted: bool = False):  # type: ignore[no-untyped-def]
+    service = Service.open(root, trusted=trusted)
+    resolver = LocalResolver(service, authority, GraphStore(None), scope=scope)
+    return build_server(lambda: Tools(resolver))
+
+
+@pytest.fixture
+def demo_server(demo_root: Path):  # type: ignore[no-untyped-def]
+    """A fresh server (fresh session state) over the shared demo store."""
+    return make_server(demo_root)
+
+
+async def call(client: MCPClient, tool: str, **arguments: object) -> tuple[str, bool]:
+    result = await client.call_tool(tool, arguments)
+    text = "".join(part.text for part in result.content if getattr(part, "text", None) is not None)
+    return text, bool(result.is_error)

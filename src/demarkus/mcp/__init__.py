@@ -1,0 +1,1 @@
+"""The MCP tool surface: texts, tools and the server."""

@@ -1,0 +1,311 @@
+"""The MCP tools as plain async methods over a `Resolver`: text in, text out.
+
+The same `Tools` serves the local stdio server (one authority) and the gateway (many
+worlds): only the resolver differs, so their texts are the same byte for byte. Failures
+the caller can fix raise `ToolFailure`; answers such as `not-found` are texts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Protocol
+
+from ..backend import Backend
+from ..errors import BadRequestError, DemarkusError
+from ..expand import Fetched, expand
+from ..graph import GraphStore, observe_document
+from ..graph.card import (
+    render_backlinks,
+    render_opening,
+    render_outbound,
+    render_outline_section,
+    render_relations,
+    render_siblings,
+    render_siblings_unavailable,
+)
+from ..markdown import extract_links, opening_paragraph, outline_text, parse_outline
+from ..protocol import Response, Status
+from .text import (
+    FETCH_KEYS,
+    FETCH_VERBOSE_KEYS,
+    LOOKUP_KEYS,
+    OUTLINE_THRESHOLD,
+    count_lines,
+    envelope,
+    outline_body,
+    section_not_found,
+    unchanged_notice,
+)
+
+MAX_BUDGET = 100_000
+"""A budget above this is a mistake rather than a wish; the tool says so."""
+LIST_KEYS = ("entries", "complete", "next-cursor")
+VERSIONS_KEYS = ("total", "current", "chain-valid", "chain-error")
+WRITE_KEYS = ("version", "modified", "archived", "your-version", "server-version")
+
+
+class ToolFailure(Exception):
+    """A tool call the caller must correct; the message says how."""
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where a tool URL points: which backend, which path, and how to name it."""
+
+    backend: Backend
+    path: str
+    anchor: str
+    url: str
+    """The location as tool texts print it (bare path locally, mark://world/path on the gateway)."""
+    node: str
+    """Canonical absolute URL: the identity in the relation graph."""
+    token: str | None
+
+
+class Resolver(Protocol):
+    default_scope: str
+    """Where a lookup without url searches."""
+
+    def resolve(self, url: str) -> Target: ...
+
+    def graph(self, target: Target) -> GraphStore: ...
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _raise_for_bad_request(response: Response) -> None:
+    if response.status == Status.BAD_REQUEST:
+        try:
+            response.raise_for_status()
+        except DemarkusError as exc:
+            raise ToolFailure(str(exc)) from exc
+
+
+class Tools:
+    """One instance per MCP session: it remembers which documents it returned in full."""
+
+    def __init__(self, resolver: Resolver) -> None:
+        self.resolver = resolver
+        self._returned: dict[str, tuple[str, str]] = {}
+
+    def _resolve(self, url: str) -> Target:
+        try:
+            return self.resolver.resolve(url)
+        except DemarkusError as exc:
+            raise ToolFailure(str(exc)) from exc
+
+    async def _observe(self, target: Target, response: Response) -> None:
+        """Record the document's outgoing edges; a document that is gone loses them."""
+        if response.status in (Status.NOT_FOUND, Status.ARCHIVED):
+            self.resolver.graph(target).forget(target.node)
+            return
+        if response.status != Status.OK:
+            return
+        try:
+            edges = observe_document(target.node, response.metadata, response.body)
+        except BadRequestError:  # not UTF-8 text: nothing to learn from it
+            return
+        title = response.metadata.get("title", "")
+        version = int(response.metadata.get("version", "0") or 0)
+        self.resolver.graph(target).observe(
+            target.node, title=title, version=version, edges=edges, observed_at=_now()
+        )
+
+    # --- mark_fetch -----------------------------------------------------------------------
+
+    async def fetch(self, url: str, force: bool = False, verbose: bool = False) -> str:
+        target = self._resolve(url)
+        response = await target.backend.fetch(target.path, token=target.token)
+        _raise_for_bad_request(response)
+        meta = response.metadata
+        await self._observe(target, response)
+        if response.status != Status.OK:
+            return envelope(response.status, meta, response.text, keys=FETCH_KEYS, verbose=verbose, verbose_keys=FETCH_VERBOSE_KEYS)
+        try:
+            response.body.decode("utf-8")
+        except UnicodeDecodeError:
+            return envelope(
+                response.status, meta,
+                "this document is not UTF-8 text and cannot be shown; fetch it with another client\n",
+                keys=FETCH_KEYS, verbose=verbose, verbose_keys=FETCH_VERBOSE_KEYS, extra={"mode": "binary"},
+            )
+        outline = parse_outline(response.body)
+        if target.anchor:
+            section = outline.find(target.anchor)
+            if section is None:
+                raise ToolFailure(section_not_found(target.anchor, target.url, [s.anchor for s in outline.sections]))
+            text = outline.text(section).decode("utf-8")
+            return envelope(response.status, meta, text, keys=FETCH_KEYS, verbose=verbose,
+                            verbose_keys=FETCH_VERBOSE_KEYS, extra={"section": f"#{section.anchor}"})
+        identity = (meta.get("version", ""), meta.get("etag", ""))
+        earlier = self._returned.get(target.node)
+        extra: dict[str, str] = {}
+        if earlier is not None and not force:
+            if earlier == identity:
+                lines = {"version": identity[0], "etag": identity[1]}
+                return envelope("unchanged", lines, unchanged_notice(identity[0]), keys=("version", "etag"))
+            extra["note"] = f"changed since this session's earlier fetch (v{earlier[0]} -> v{identity[0]})"
+        if len(response.body) >= OUTLINE_THRESHOLD and not force:
+            extra["mode"] = "outline"
+            extra["size"] = f"{len(response.body)} bytes, {count_lines(response.body)} lines"
+            return envelope(response.status, meta, outline_body(target.url, outline), keys=FETCH_KEYS,
+                            verbose=verbose, verbose_keys=FETCH_VERBOSE_KEYS, extra=extra)
+        self._returned[target.node] = identity
+        return envelope(response.status, meta, response.text, keys=FETCH_KEYS, verbose=verbose,
+                        verbose_keys=FETCH_VERBOSE_KEYS, extra=extra)
+
+    # --- mark_lookup ----------------------------------------------------------------------
+
+    async def lookup(
+        self,
+        query: str,
+        url: str | None = None,
+        filter: str | None = None,
+        limit: int | None = None,
+        match: str | None = None,
+        budget: int = 0,
+        verbose: bool = False,
+    ) -> str:
+        if budget < 0:
+            raise ToolFailure(f"budget {budget} is negative; pass 0 for the table alone or a token count such as 1500")
+        if budget > MAX_BUDGET:
+            raise ToolFailure(f"budget {budget} is larger than {MAX_BUDGET} tokens; ask for what you can read, e.g. 1500, and fetch more later")
+        if match not in (None, "", "catalog", "body"):
+            raise ToolFailure(f"match `{match}` is unknown; use `catalog` (tags and titles) or `body` (section text)")
+        if limit is not None and limit < 1:
+            raise ToolFailure(f"limit {limit} is below 1; omit it for 10 rows or pass 1 to 1000")
+        target = self._resolve(url if url is not None else self.resolver.default_scope)
+        if target.anchor:
+            raise ToolFailure(f"the lookup scope {url} cannot have an #anchor; pass a directory such as / or /docs")
+        response = await target.backend.lookup(target.path, query, filter=filter, limit=limit, match=match or None, token=target.token)
+        _raise_for_bad_request(response)
+        extra: dict[str, str] = {}
+        if match == "body" and response.ok and response.metadata.get("match") != "body":
+            extra["note"] = "answered from the catalog: this authority has no body match"
+        text = envelope(response.status, response.metadata, response.text, keys=LOOKUP_KEYS, verbose=verbose, extra=extra)
+        if budget > 0 and response.status == Status.OK:
+            text += await expand(response.text, query, budget, self._fetcher(target))
+        return text
+
+    def _fetcher(self, scope: Target):  # type: ignore[no-untyped-def]
+        """Fetch rows with the caller's own token and resolver: scope never widens."""
+
+        async def fetch(location: str) -> Fetched:
+            target = self.resolver.resolve(location)
+            response = await target.backend.fetch(target.path, token=target.token)
+            if response.status != Status.OK:
+                response.raise_for_status()
+                raise BadRequestError(f"{location} answered {response.status}")
+            version = response.metadata.get("version")
+            return Fetched(location, response.body, int(version) if version else None, response.metadata)
+
+        return fetch
+
+    # --- mark_explore ---------------------------------------------------------------------
+
+    async def explore(
+        self,
+        url: str,
+        direction: str = "both",
+        relations: Sequence[str] | None = None,
+        page_size: int = 10,
+        cursor: str | None = None,
+        verbose: bool = False,
+    ) -> str:
+        if direction not in ("incoming", "outgoing", "both"):
+            raise ToolFailure(f"direction `{direction}` is unknown; use incoming, outgoing or both")
+        if relations is not None and len(relations) > 20:
+            raise ToolFailure("at most 20 relations may be named; omit the argument for all")
+        if not 1 <= page_size <= 100:
+            raise ToolFailure(f"page_size {page_size} must be between 1 and 100")
+        target = self._resolve(url)
+        response = await target.backend.fetch(target.path, token=target.token)
+        _raise_for_bad_request(response)
+        meta = response.metadata
+        await self._observe(target, response)
+        if response.status != Status.OK:
+            return envelope(response.status, meta, response.text, keys=FETCH_KEYS, verbose=verbose, verbose_keys=FETCH_VERBOSE_KEYS)
+        graph = self.resolver.graph(target)
+        try:
+            page = graph.neighborhood(target.node, direction=direction, relations=list(relations) if relations is not None else None,
+                                      page_size=page_size, cursor=cursor)
+        except (DemarkusError, ValueError) as exc:
+            raise ToolFailure(str(exc)) from exc
+        outline = parse_outline(response.body)
+        titles = graph.titles(row.url for row in page.rows)
+        parts = [
+            render_outline_section(outline_text(outline).splitlines()),
+            render_opening(opening_paragraph(response.body)),
+            render_outbound(extract_links(response.body, target.node)),
+            render_relations(page, titles),
+            await self._siblings(target),
+            f"fetch {target.url}#<anchor> for a section; mark_fetch force=true for the full body\n",
+        ]
+        body = "\n".join(p.rstrip("\n") + "\n" for p in parts if p)
+        extra = {"size": f"{len(response.body)} bytes, {count_lines(response.body)} lines"}
+        return envelope(response.status, meta, body, keys=FETCH_KEYS, verbose=verbose, verbose_keys=FETCH_VERBOSE_KEYS, extra=extra)
+
+    async def _siblings(self, target: Target) -> str:
+        directory = target.path.rsplit("/", 1)[0] + "/"
+        response = await target.backend.list(directory, token=target.token)
+        if response.status != Status.OK:
+            return render_siblings_unavailable(directory)
+        names = []
+        own = target.path.rsplit("/", 1)[1]
+        for line in response.text.splitlines():
+            if line.startswith("- [") and "](" in line:
+                name = line[3 : line.index("](")].replace("\\", "")
+                if name != own:
+                    names.append(name)
+        return render_siblings(directory, names, response.metadata.get("complete", "true") == "true")
+
+    # --- mark_backlinks -------------------------------------------------------------------
+
+    async def backlinks(self, url: str) -> str:
+        target = self._resolve(url)
+        graph = self.resolver.graph(target)
+        edges = graph.backlinks(target.node)
+        return render_backlinks(target.node, edges, graph.titles(e.source for e in edges))
+
+    # --- mark_list / mark_versions --------------------------------------------------------
+
+    async def list(self, url: str = "/", cursor: str | None = None, include_archived: bool = False, verbose: bool = False) -> str:
+        target = self._resolve(url)
+        response = await target.backend.list(target.path, token=target.token, include_archived=include_archived, cursor=cursor)
+        _raise_for_bad_request(response)
+        return envelope(response.status, response.metadata, response.text, keys=LIST_KEYS, verbose=verbose)
+
+    async def versions(self, url: str) -> str:
+        target = self._resolve(url)
+        response = await target.backend.versions(target.path, token=target.token)
+        _raise_for_bad_request(response)
+        return envelope(response.status, response.metadata, response.text, keys=VERSIONS_KEYS)
+
+    # --- writes ---------------------------------------------------------------------------
+
+    async def publish(self, url: str, body: str, expected_version: int | None = None, metadata: Mapping[str, str] | None = None) -> str:
+        target = self._resolve(url)
+        response = await target.backend.publish(target.path, body, metadata=metadata or {}, expected_version=expected_version, token=target.token)
+        _raise_for_bad_request(response)
+        return envelope(response.status, response.metadata, response.text, keys=WRITE_KEYS)
+
+    async def append(self, url: str, body: str, expected_version: int = 0) -> str:
+        target = self._resolve(url)
+        if expected_version <= 0:
+            history = await target.backend.versions(target.path, token=target.token)
+            if history.status != Status.OK:
+                return envelope(history.status, history.metadata, history.text, keys=VERSIONS_KEYS)
+            expected_version = int(history.metadata.get("current", "0"))
+        response = await target.backend.append(target.path, body, expected_version=expected_version, token=target.token)
+        _raise_for_bad_request(response)
+        return envelope(response.status, response.metadata, response.text, keys=WRITE_KEYS)
+
+    async def archive(self, url: str) -> str:
+        target = self._resolve(url)
+        response = await target.backend.archive(target.path, token=target.token)
+        _raise_for_bad_request(response)
+        return envelope(response.status, response.metadata, response.text, keys=WRITE_KEYS)

@@ -1,0 +1,73 @@
+"""`demarkus mcp` as a real stdio subprocess against a real QUIC authority, and the
+official MCP Inspector CLI as an outside client."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from demarkus.server.quic import serve_mark
+from demarkus.service import Service
+
+from ..conftest import call, make_server
+from .processes import REPO
+
+INSPECTOR = REPO / ".venv" / "inspector" / "node_modules" / ".bin" / "mcp-inspector"
+
+CALLS = [
+    ("mark_lookup", {"query": "snapshot quorum", "match": "body", "limit": 5, "budget": 800}),
+    ("mark_lookup", {"query": "runbook", "limit": 3}),
+    ("mark_fetch", {"url": "/runbooks/restore-from-snapshot.md#steps"}),
+    ("mark_fetch", {"url": "/decisions/adr-0012-replicated-segment-log.md"}),
+    ("mark_explore", {"url": "/runbooks/take-snapshot.md"}),
+    ("mark_list", {"url": "/runbooks"}),
+    ("mark_versions", {"url": "/operations/retention.md"}),
+    ("mark_fetch", {"url": "/nowhere.md"}),
+]
+
+
+def mcp_params(url: str, cert: Path, home: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "demarkus", "mcp", "--host", url, "--ca", str(cert), "--read-only"],
+        env={**os.environ, "DEMARKUS_HOME": home},
+    )
+
+
+async def test_stdio_server_over_quic_answers_like_the_in_process_server(demo_root: Path, tls_files, tmp_path: Path):
+    cert, key = tls_files
+    async with serve_mark(Service.open(demo_root), port=0, cert=cert, key=key) as server:
+        url = f"mark://localhost:{server.port}"
+        async with Client(mcp_params(url, cert, str(tmp_path / "home"))) as remote:
+            tools = sorted(t.name for t in (await remote.list_tools()).tools)
+            assert tools == sorted(["mark_lookup", "mark_fetch", "mark_explore", "mark_backlinks", "mark_list", "mark_versions"])
+            remote_texts = [await call(remote, tool, **args) for tool, args in CALLS]
+        async with Client(make_server(demo_root, authority=url)) as local:
+            local_texts = [await call(local, tool, **args) for tool, args in CALLS]
+    assert remote_texts == local_texts
+    assert remote_texts[0][0].count(">>> ") >= 2
+
+
+@pytest.mark.skipif(not INSPECTOR.exists(), reason="scripts/bootstrap installs the MCP Inspector")
+def test_the_mcp_inspector_cli_lists_tools_and_calls_lookup(demo_root: Path):
+    base = [str(INSPECTOR), "--cli", sys.executable, "-m", "demarkus", "mcp", "--root", str(demo_root), "--read-only"]
+    env = {**os.environ, "PATH": f"{REPO / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
+    listed = subprocess.run([*base, "--method", "tools/list"], capture_output=True, text=True, timeout=120, env=env)
+    assert listed.returncode == 0, listed.stderr
+    names = {tool["name"] for tool in json.loads(listed.stdout)["tools"]}
+    assert {"mark_lookup", "mark_fetch", "mark_explore"} <= names
+    called = subprocess.run(
+        [*base, "--method", "tools/call", "--tool-name", "mark_lookup", "--tool-arg", "query=snapshot", "--tool-arg", "limit=2"],
+        capture_output=True, text=True, timeout=120, env=env,
+    )
+    assert called.returncode == 0, called.stderr
+    result = json.loads(called.stdout)
+    text = result["content"][0]["text"]
+    assert text.startswith("status: ok\nmatches: 2\n")
+    assert "/runbooks/" in text

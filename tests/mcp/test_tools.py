@@ -1,0 +1,166 @@
+"""Every MCP tool through the SDK's in-memory client; texts pinned by golden files.
+
+Regenerate the golden files after an intended change with DEMARKUS_UPDATE_GOLDEN=1.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from ..conftest import call, make_server
+
+GOLDEN = Path(__file__).parent / "golden"
+
+CASES = [
+    ("lookup-catalog", "mark_lookup", {"query": "runbook snapshot", "limit": 5}),
+    ("lookup-body", "mark_lookup", {"query": "learner catch up rate promoted voter", "match": "body", "limit": 5}),
+    ("lookup-budget", "mark_lookup", {"query": "lease heartbeat interval", "match": "body", "limit": 3, "budget": 600}),
+    ("lookup-scoped", "mark_lookup", {"query": "*", "url": "/decisions", "limit": 20}),
+    ("fetch-whole", "mark_fetch", {"url": "/decisions/adr-0010-leases-and-heartbeats.md"}),
+    ("fetch-section", "mark_fetch", {"url": "/runbooks/replace-failed-node.md#notes-1"}),
+    ("fetch-old-version", "mark_fetch", {"url": "/operations/retention.md/v1"}),
+    ("fetch-verbose-keys", "mark_fetch", {"url": "/overview.md", "verbose": False}),
+    ("fetch-missing", "mark_fetch", {"url": "/nowhere.md"}),
+    ("explore", "mark_explore", {"url": "/decisions/adr-0007-segment-log.md"}),
+    ("list-root", "mark_list", {"url": "/"}),
+    ("versions", "mark_versions", {"url": "/operations/configuration.md"}),
+]
+
+
+def check_golden(name: str, text: str) -> None:
+    path = GOLDEN / f"{name}.txt"
+    if os.environ.get("DEMARKUS_UPDATE_GOLDEN"):
+        path.write_text(text, encoding="utf-8")
+    assert path.exists(), f"missing golden file {path}; run with DEMARKUS_UPDATE_GOLDEN=1"
+    assert text == path.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name, tool, arguments", CASES, ids=[c[0] for c in CASES])
+async def test_tool_texts_match_their_golden_files(demo_server, name: str, tool: str, arguments: dict[str, object]):
+    async with Client(demo_server) as demo_client:
+        text, is_error = await call(demo_client, tool, **arguments)
+        assert not is_error, text
+        check_golden(name, text)
+
+
+async def test_outputs_are_identical_across_fresh_servers(demo_root: Path):
+    texts = []
+    for _ in range(2):
+        async with Client(make_server(demo_root)) as client:
+            texts.append([await call(client, tool, **args) for _, tool, args in CASES])
+    assert texts[0] == texts[1]
+
+
+async def test_every_tool_is_listed_with_a_description_for_a_model(demo_server):
+    async with Client(demo_server) as demo_client:
+        listed = await demo_client.list_tools()
+        names = sorted(t.name for t in listed.tools)
+        assert names == sorted(["mark_lookup", "mark_fetch", "mark_explore", "mark_backlinks", "mark_list",
+                                "mark_versions", "mark_publish", "mark_append", "mark_archive"])
+        for tool in listed.tools:
+            assert tool.description and len(tool.description) > 80, tool.name
+            assert tool.input_schema["type"] == "object"
+
+
+async def test_a_repeated_full_fetch_answers_unchanged_until_forced(demo_server):
+    async with Client(demo_server) as demo_client:
+        first, _ = await call(demo_client, "mark_fetch", url="/overview.md")
+        assert first.startswith("status: ok\nversion: 1\n")
+        again, _ = await call(demo_client, "mark_fetch", url="/overview.md")
+        assert again.startswith("status: unchanged\nversion: 1\netag: ")
+        assert "pass force=true to re-read it" in again
+        forced, _ = await call(demo_client, "mark_fetch", url="/overview.md", force=True)
+        assert forced == first
+        section, _ = await call(demo_client, "mark_fetch", url="/overview.md#harborwick-at-a-glance")
+        assert "section: #harborwick-at-a-glance" in section
+
+
+async def test_unknown_anchor_is_a_tool_error_listing_the_anchors(demo_server):
+    async with Client(demo_server) as demo_client:
+        text, is_error = await call(demo_client, "mark_fetch", url="/runbooks/replace-failed-node.md#nope")
+        assert is_error
+        assert "section #nope not found in /runbooks/replace-failed-node.md; available anchors: " in text
+        assert "notes-1" in text
+
+
+async def test_backlinks_come_from_observed_documents(demo_server):
+    async with Client(demo_server) as demo_client:
+        empty, _ = await call(demo_client, "mark_backlinks", url="/decisions/adr-0003-sqlite-job-store.md")
+        assert empty.startswith("No backlinks found for mark://demo.world/decisions/adr-0003-sqlite-job-store.md")
+        await call(demo_client, "mark_fetch", url="/decisions/adr-0007-segment-log.md")
+        found, _ = await call(demo_client, "mark_backlinks", url="/decisions/adr-0003-sqlite-job-store.md")
+        assert "mark://demo.world/decisions/adr-0007-segment-log.md" in found
+        assert "[supersedes]" in found
+
+
+async def test_explore_records_relations_in_both_directions(demo_server):
+    async with Client(demo_server) as demo_client:
+        await call(demo_client, "mark_explore", url="/decisions/adr-0012-replicated-segment-log.md")
+        text, _ = await call(demo_client, "mark_explore", url="/decisions/adr-0007-segment-log.md", direction="incoming")
+        assert "## Relations" in text
+        assert "incoming [supersedes]" in text
+
+
+@pytest.mark.parametrize(
+    "tool, arguments, fragment",
+    [
+        ("mark_lookup", {"query": ""}, "empty"),
+        ("mark_lookup", {"query": "x"}, "at least 2 characters"),
+        ("mark_lookup", {"query": "lease", "match": "fuzzy"}, "match `fuzzy`"),
+        ("mark_lookup", {"query": "lease", "filter": "tag"}, "malformed"),
+        ("mark_lookup", {"query": "lease", "budget": -5}, "negative"),
+        ("mark_lookup", {"query": "lease", "budget": 10**9}, "larger than"),
+        ("mark_lookup", {"query": "lease", "limit": 0}, "below 1"),
+        ("mark_lookup", {"query": "lease", "url": "mark://elsewhere.org/"}, "this server reads mark://demo.world only"),
+        ("mark_fetch", {"url": "mark://elsewhere.org/a.md"}, "this server reads mark://demo.world only"),
+        ("mark_fetch", {"url": "relative.md"}, "is not a path"),
+        ("mark_fetch", {"url": "/a/../b.md"}, "`..`"),
+        ("mark_explore", {"url": "/overview.md", "direction": "sideways"}, "direction `sideways`"),
+        ("mark_explore", {"url": "/overview.md", "cursor": "garbage"}, "cursor"),
+        ("mark_explore", {"url": "/overview.md", "page_size": 0}, "page_size"),
+    ],
+    ids=["empty-query", "one-letter", "match", "filter", "negative-budget", "huge-budget", "limit", "lookup-cross-authority",
+         "fetch-cross-authority", "relative", "dotdot", "direction", "cursor", "page-size"],
+)
+async def test_bad_input_is_a_tool_error_that_says_what_to_do(demo_server, tool: str, arguments: dict[str, object], fragment: str):
+    async with Client(demo_server) as demo_client:
+        text, is_error = await call(demo_client, tool, **arguments)
+        assert is_error, text
+        assert fragment in text
+        still, failed = await call(demo_client, "mark_fetch", url="/index.md", force=True)
+        assert not failed and still.startswith("status: ok")
+
+
+async def test_scope_confines_every_tool(demo_root: Path):
+    async with Client(make_server(demo_root, scope="/runbooks")) as client:
+        text, is_error = await call(client, "mark_fetch", url="/overview.md")
+        assert is_error and "outside the allowed scope /runbooks" in text
+        inside, failed = await call(client, "mark_lookup", query="*")
+        assert not failed and "/runbooks/" in inside and "/decisions/" not in inside.split("\n\n", 1)[1].split(">>>")[0]
+
+
+async def test_writes_and_the_outline_of_large_documents(tmp_path: Path):
+    root = tmp_path / "store"
+    root.mkdir()
+    async with Client(make_server(root, trusted=True)) as client:
+        big = "# Big\n\nOpening paragraph of the big one.\n\n" + "".join(f"## Part {i}\n\n" + "words " * 300 + "\n\n" for i in range(8))
+        created, failed = await call(client, "mark_publish", url="/big.md", body=big, metadata={"title": "Big"})
+        assert not failed and created.startswith("status: created\nversion: 1\n")
+        outline, _ = await call(client, "mark_fetch", url="/big.md")
+        assert "mode: outline\n" in outline and f"size: {len(big.encode())} bytes" in outline
+        assert "- Big (#big, " in outline and "Opening paragraph of the big one." in outline
+        assert outline.rstrip().endswith("fetch /big.md#<anchor> for a section; force=true for the full body")
+        full, _ = await call(client, "mark_fetch", url="/big.md", force=True)
+        assert full.endswith(big)
+        appended, _ = await call(client, "mark_append", url="/big.md", body="tail\n")
+        assert appended.startswith("status: created\nversion: 2")
+        conflict, failed = await call(client, "mark_publish", url="/big.md", body="x", expected_version=1)
+        assert not failed and conflict.startswith("status: conflict\nyour-version: 1\nserver-version: 2\n")
+        archived, _ = await call(client, "mark_archive", url="/big.md")
+        assert archived.startswith("status: ok\nversion: 2\narchived: true")
+        gone, _ = await call(client, "mark_fetch", url="/big.md")
+        assert gone.startswith("status: archived")
