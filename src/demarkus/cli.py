@@ -313,6 +313,21 @@ def generate(tokens_file: Path, label: str, paths: str, ops: str, expires: str |
 # --- world ------------------------------------------------------------------------------
 
 
+def _seed_graph(root: Path, service: Service, world_dir: Path) -> str:
+    """Record the loaded world's relations where `demarkus mcp --root` looks for them."""
+    from .graph import GraphStore
+    from .graph.seed import seed_graph
+    from .mcp.server import default_graph_path
+    from .worlds import open_world
+
+    authority = open_world(world_dir).authority
+    path = default_graph_path(root, authority)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with GraphStore(path) as graph:
+        count = seed_graph(graph, service.store, authority)
+    return f"graph of {count} documents as {authority} (use demarkus mcp --root {root} --authority {authority})"
+
+
 @main.group()
 def world() -> None:
     """Frozen worlds: fixed corpora for evaluation."""
@@ -350,7 +365,9 @@ def world_load(world_dir: Path, root: Path | None, url: str | None, token: str |
     async def go() -> str:
         if root is not None:
             root.mkdir(parents=True, exist_ok=True)
-            return await _load_world_into(world_dir, Service.open(root, trusted=True), token)
+            service = Service.open(root, trusted=True)
+            message = await _load_world_into(world_dir, service, token)
+            return message + "; " + _seed_graph(root, service, world_dir)
         assert url is not None
         async with Client(url, token=token, ca=ca, insecure=insecure) as client:
             return await _load_world_into(world_dir, client, token)
