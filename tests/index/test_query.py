@@ -1,0 +1,161 @@
+"""Query analysis, FTS5 expressions, snippet shaping and re-ranking (pure)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from demarkus.index.query import (
+    SNIPPET_MAX_BYTES,
+    STOP_WORDS,
+    Candidate,
+    Ranking,
+    content_words,
+    coordination,
+    idf,
+    match_all,
+    match_any,
+    prior,
+    quote,
+    rank,
+    shape_snippet,
+    words,
+)
+
+# --- words and content words -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Hello, World!", ["hello", "world"]),
+        ("__init_subclass__ hook", ["init", "subclass", "hook"]),
+        ("PEP-484: type_hints", ["pep", "484", "type", "hints"]),
+        ("Café naïve", ["café", "naïve"]),
+        ('"quoted" *star* NEAR(a b)', ["quoted", "star", "near", "a", "b"]),
+        ("", []),
+    ],
+    ids=["punctuation", "underscores-separate", "digits-kept", "unicode-letters", "syntax", "empty"],
+)
+def test_words_are_lowercase_runs_of_letters_and_digits(text: str, expected: list[str]) -> None:
+    assert words(text) == expected
+
+
+def test_content_words_drop_stop_words_short_words_and_repeats_keeping_order() -> None:
+    question = "How many beta releases does each 3.X version get, and how many betas?"
+    assert content_words(question) == ["beta", "releases", "version", "get", "betas"]
+
+
+def test_content_words_drop_question_words_and_auxiliaries() -> None:
+    for word in ("what", "which", "how", "many", "does", "would", "the", "is", "of"):
+        assert word in STOP_WORDS
+    assert content_words("What does which many would the of x garbage") == ["garbage"]
+
+
+def test_a_query_of_only_stop_words_keeps_them_so_it_still_searches() -> None:
+    assert content_words("What is this?") == ["what", "is", "this"]
+    assert content_words("a ? !") == []
+
+
+@given(st.text())
+def test_content_words_are_lowercase_unique_and_at_least_two_characters(text: str) -> None:
+    found = content_words(text)
+    assert len(found) == len(set(found))
+    assert all(len(w) >= 2 and w == w.lower() for w in found)
+
+
+# --- FTS5 expressions --------------------------------------------------------------------
+
+
+def test_quote_makes_any_text_one_fts5_string() -> None:
+    assert quote('say "hi"') == '"say ""hi"""'
+    assert quote("NEAR") == '"NEAR"'
+
+
+def test_match_any_and_match_all_build_or_and_expressions() -> None:
+    assert match_any(["a", "b"]) == '"a" OR "b"'
+    assert match_any(["a", "b"], ("trail", "body")) == '{trail body} : ("a" OR "b")'
+    assert match_all(["a", "b"]) == '"a" AND "b"'
+
+
+# --- snippets ----------------------------------------------------------------------------
+
+
+def test_snippet_collapses_whitespace_to_one_line_and_keeps_markup_as_text() -> None:
+    assert shape_snippet("  | a | `b` |\n\n  next\tline  ") == "| a | `b` | next line"
+
+
+def test_a_long_snippet_is_cut_on_a_character_boundary_and_marked() -> None:
+    text = "é" * 300  # two bytes each
+    shaped = shape_snippet(text)
+    assert shaped.endswith("…")
+    assert len(shaped.encode("utf-8")) <= SNIPPET_MAX_BYTES
+    assert set(shaped[:-1]) == {"é"}
+
+
+def test_a_snippet_that_fits_is_left_whole() -> None:
+    text = "x" * SNIPPET_MAX_BYTES
+    assert shape_snippet(text) == text
+
+
+@given(st.text())
+def test_snippets_are_one_line_within_the_byte_limit(text: str) -> None:
+    shaped = shape_snippet(text)
+    assert len(shaped.encode("utf-8")) <= SNIPPET_MAX_BYTES
+    assert "\n" not in shaped and "\r" not in shaped
+    assert shaped == shaped.strip()
+
+
+# --- ranking -----------------------------------------------------------------------------
+
+
+def candidate(path: str, relevance: float, matched: set[int], importance: float = 0.5,
+              anchor: str = "s") -> Candidate:
+    return Candidate(key=hash((path, anchor)), path=path, anchor=anchor, relevance=relevance,
+                     importance=importance, matched=frozenset(matched))
+
+
+def test_idf_is_positive_and_falls_as_more_rows_hold_the_term() -> None:
+    values = [idf(1000, n) for n in (0, 1, 10, 100, 500, 1000)]
+    assert all(v > 0 for v in values)
+    assert values == sorted(values, reverse=True)
+
+
+def test_coordination_is_the_weighted_share_of_terms_found() -> None:
+    assert coordination({0, 2}, [1.0, 2.0, 3.0]) == pytest.approx(4.0 / 6.0)
+    assert coordination(set(), [1.0]) == 0.0
+    assert coordination({0}, []) == 0.0
+
+
+def test_a_row_with_three_of_four_terms_outranks_one_term_with_higher_bm25() -> None:
+    weights = [2.0, 2.0, 2.0, 2.0]
+    many = candidate("/many.md", relevance=5.0, matched={0, 1, 2})
+    repeated = candidate("/repeated.md", relevance=9.0, matched={3})
+    assert [c.path for _, c in rank([repeated, many], weights)] == ["/many.md", "/repeated.md"]
+
+
+def test_without_coordination_bm25_alone_orders_rows() -> None:
+    weights = [2.0, 2.0, 2.0, 2.0]
+    many = candidate("/many.md", relevance=5.0, matched={0, 1, 2})
+    repeated = candidate("/repeated.md", relevance=9.0, matched={3})
+    plain = Ranking(coord_power=0.0)
+    assert [c.path for _, c in rank([many, repeated], weights, plain)] == ["/repeated.md", "/many.md"]
+
+
+def test_importance_prior_breaks_otherwise_equal_rows() -> None:
+    assert prior(0.0) == pytest.approx(0.7) and prior(1.0) == pytest.approx(1.0)
+    low = candidate("/a.md", 3.0, {0}, importance=0.1)
+    high = candidate("/b.md", 3.0, {0}, importance=0.9)
+    assert [c.path for _, c in rank([low, high], [1.0])] == ["/b.md", "/a.md"]
+
+
+def test_equal_scores_go_by_path_then_anchor_whatever_the_input_order() -> None:
+    rows = [
+        candidate("/b.md", 2.0, {0}, anchor="a"),
+        candidate("/a.md", 2.0, {0}, anchor="z"),
+        candidate("/a.md", 2.0 + 1e-15, {0}, anchor="b"),
+    ]
+    expected = [("/a.md", "b"), ("/a.md", "z"), ("/b.md", "a")]
+    for order in (rows, rows[::-1], [rows[1], rows[2], rows[0]]):
+        assert [(c.path, c.anchor) for _, c in rank(order, [1.0])] == expected

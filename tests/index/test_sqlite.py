@@ -1,0 +1,397 @@
+"""The SQLite FTS5 section index: rows, ranking, scope and filters, upkeep with a FileStore."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from demarkus.catalog import Filter, parse_filter
+from demarkus.index import SectionHit, SectionIndex, rebuild, reconcile
+from demarkus.index.sqlite import SCHEMA_VERSION
+from demarkus.store import FileStore
+
+WHEN = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+FILLER = (
+    "lorem ipsum dolor sit amet consectetur adipiscing elit sed eiusmod tempor incididunt "
+    "labore dolore magna aliqua enim minim veniam quis nostrud exercitation ullamco laboris "
+    "nisi aliquip commodo consequat duis aute irure reprehenderit voluptate velit esse cillum"
+).split()
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> Iterator[SectionIndex]:
+    ix = SectionIndex(tmp_path / "index.sqlite")
+    yield ix
+    ix.close()
+
+
+def put(index: SectionIndex, path: str, body: str, version: int = 1, **meta: str) -> int:
+    return index.update(path, version, meta, body.encode(), WHEN)
+
+
+def fill(index: SectionIndex, documents: int = 20) -> None:
+    """Neutral documents, so that the test terms are rare and BM25's IDF means something."""
+    with index.bulk():
+        for d in range(documents):
+            sections = "".join(
+                f"## Part {FILLER[(d + s) % len(FILLER)]}\n\n"
+                + " ".join(FILLER[(d * 7 + s * 3 + k) % len(FILLER)] for k in range(30))
+                + "\n\n"
+                for s in range(4)
+            )
+            put(index, f"/filler/f{d:02d}.md", f"# Filler {d}\n\n{sections}")
+
+
+def where(hits: list[SectionHit]) -> list[tuple[str, str]]:
+    return [(h.path, h.anchor) for h in hits]
+
+
+# --- rows --------------------------------------------------------------------------------
+
+
+def test_a_hit_names_the_innermost_section_holding_the_words(index: SectionIndex) -> None:
+    fill(index)
+    put(index, "/guide.md", "# Guide\n\nIntro.\n\n## Install\n\nSteps.\n\n### Windows\n\nRun the zorbex installer.\n")
+    hits = index.search("zorbex installer", "/", limit=5)
+    assert where(hits)[0] == ("/guide.md", "windows")
+    assert hits[0].heading == "Windows"
+    assert hits[0].title == "Guide"
+
+
+def test_a_document_without_headings_is_one_bare_path_row(index: SectionIndex) -> None:
+    fill(index)
+    assert put(index, "/note.md", "Just a note about the quixotic parser.\n") == 1
+    hits = index.search("quixotic parser", "/", limit=5)
+    assert where(hits) == [("/note.md", "")]
+    assert hits[0].heading == ""
+    assert hits[0].snippet == "Just a note about the quixotic parser."
+
+
+def test_the_preamble_before_the_first_heading_is_the_bare_path_row(index: SectionIndex) -> None:
+    fill(index)
+    put(index, "/doc.md", "Preface on quixotic matters.\n\n# Body\n\nOther text here.\n")
+    assert where(index.search("quixotic", "/", limit=5)) == [("/doc.md", "")]
+
+
+def test_a_heading_without_text_of_its_own_is_reached_through_its_sub_sections(
+    index: SectionIndex,
+) -> None:
+    fill(index)
+    put(index, "/spec.md", "# Spec\n\n## Grammar rules\n\n### Tokens\n\nA token is a zorbex unit.\n")
+    hits = index.search("grammar rules", "/", limit=5)
+    assert where(hits) == [("/spec.md", "tokens")]
+
+
+def test_a_document_whose_title_and_tags_hold_every_term_gets_the_catalog_row(
+    index: SectionIndex,
+) -> None:
+    fill(index)
+    put(index, "/zen.md", "# Sayings\n\n## Aphorisms\n\nBeautiful is better than ugly.\n",
+        title="The Zen of Quetzal", tags="philosophy")
+    hits = index.search("zen quetzal philosophy", "/", limit=5)
+    assert ("/zen.md", "") in where(hits)
+    bare = next(h for h in hits if h.anchor == "")
+    assert (bare.title, bare.tags, bare.heading) == ("The Zen of Quetzal", ("philosophy",), "")
+    # one term missing from title and tags: no catalog row, and no section row either,
+    # since no section's own text or headings hold any of the terms
+    assert where(index.search("zen quetzal unrelatedword", "/", limit=5)) == []
+
+
+def test_sections_are_rows_only_through_their_own_text_or_headings(index: SectionIndex) -> None:
+    fill(index)
+    put(index, "/x.md", "# Alpha\n\n## One\n\nplain words\n\n## Two\n\nmore plain words\n",
+        title="Quetzal manual")
+    # the title alone names the document (the catalog row), not each of its sections
+    assert where(index.search("quetzal", "/", limit=5)) == [("/x.md", "")]
+    assert where(index.search("quetzal plain", "/", limit=5)) == [("/x.md", "one"), ("/x.md", "two")]
+
+
+# --- ranking -----------------------------------------------------------------------------
+
+
+def test_a_heading_match_outranks_the_same_word_in_body_text(index: SectionIndex) -> None:
+    fill(index)
+    put(index, "/a.md", "# Notes\n\n## Overview\n\nThe zorbex appears once in a long body of text.\n")
+    put(index, "/b.md", "# Notes\n\n## Zorbex\n\nThis section says it only in its heading line.\n")
+    assert where(index.search("zorbex", "/", limit=5))[0] == ("/b.md", "zorbex")
+
+
+def test_a_title_match_outranks_the_same_word_in_another_documents_body(index: SectionIndex) -> None:
+    fill(index)
+    put(index, "/a.md", "# Misc\n\n## Part\n\nA quetzal is mentioned here in passing among others.\n")
+    put(index, "/b.md", "# Quetzal handbook\n\n## Part\n\nA quetzal is mentioned here in passing among others.\n")
+    assert where(index.search("quetzal", "/", limit=5))[0] == ("/b.md", "part")
+
+
+def test_a_section_with_three_of_four_terms_beats_one_term_repeated(index: SectionIndex) -> None:
+    fill(index)
+    put(index, "/rep.md", "# Rep\n\n## Zorbex\n\n" + "zorbex " * 40 + "\n")
+    put(index, "/cov.md", "# Cov\n\n## Setup\n\nThe quetzal needs a glimmer and a zorbex to start.\n")
+    hits = index.search("quetzal glimmer zorbex wombat", "/", limit=5)
+    assert where(hits)[:2] == [("/cov.md", "setup"), ("/rep.md", "zorbex")]
+
+
+def test_stemming_finds_other_forms_of_a_word(index: SectionIndex) -> None:
+    fill(index)
+    put(index, "/r.md", "# Process\n\n## Cadence\n\nEach release is tagged after the freezing.\n")
+    assert where(index.search("releases frozen freeze", "/", limit=5))[0] == ("/r.md", "cadence")
+    assert where(index.search("Releasing", "/", limit=5)) == [("/r.md", "cadence")]
+
+
+def test_diacritics_are_folded(index: SectionIndex) -> None:
+    fill(index)
+    put(index, "/c.md", "# Menu\n\n## Drinks\n\nA café au lait.\n")
+    assert where(index.search("cafe", "/", limit=5)) == [("/c.md", "drinks")]
+
+
+def test_stop_words_in_a_question_do_not_match_anything(index: SectionIndex) -> None:
+    fill(index)
+    put(index, "/stop.md", "# Words\n\n## Common\n\nWhat is the which how many does it have of them.\n")
+    put(index, "/gc.md", "# Memory\n\n## Collector\n\nThe garbage collector runs in generations.\n")
+    question = "What is the garbage collector and how many does it have?"
+    assert where(index.search(question, "/", limit=5)) == [("/gc.md", "collector")]
+    assert index.search(question, "/", limit=5) == index.search("garbage collector", "/", limit=5)
+
+
+def test_equal_rows_are_ordered_by_path_then_anchor_every_time(index: SectionIndex) -> None:
+    fill(index)
+    body = "# Same\n\n## Twin\n\nIdentical zorbex text.\n\n## Twin\n\nIdentical zorbex text.\n"
+    for path in ("/c.md", "/a.md", "/b.md"):
+        put(index, path, body)
+    first = where(index.search("zorbex", "/", limit=10))
+    assert first == [(p, a) for p in ("/a.md", "/b.md", "/c.md") for a in ("twin", "twin-1")]
+    assert all(where(index.search("zorbex", "/", limit=10)) == first for _ in range(5))
+
+
+def test_importance_lifts_an_otherwise_equal_document(index: SectionIndex) -> None:
+    fill(index)
+    put(index, "/a.md", "# Same\n\n## Part\n\nzorbex text\n", importance="0.1")
+    put(index, "/b.md", "# Same\n\n## Part\n\nzorbex text\n", importance="0.9")
+    hits = index.search("zorbex", "/", limit=5)
+    assert where(hits) == [("/b.md", "part"), ("/a.md", "part")]
+    assert hits[0].importance == 0.9
+
+
+# --- hostile input -----------------------------------------------------------------------
+
+HOSTILE = [
+    '"', '""', "*", "zorbex*", "NEAR(zorbex quetzal, 2)", "AND", "OR", "NOT", "zorbex AND",
+    "-zorbex", "body:zorbex", "{meta trail}: zorbex", "^zorbex", "(", ")", "'", "\\", ":",
+    "zorbex\x00quetzal", "🎉", "a", "", "   ", "x" * 5000, "zorbex " * 500, "rowid = 1; DROP TABLE fts",
+]
+
+
+@pytest.mark.parametrize("query", HOSTILE)
+def test_hostile_queries_never_raise(index: SectionIndex, query: str) -> None:
+    put(index, "/z.md", "# Z\n\n## Part\n\nzorbex quetzal body\n")
+    hits = index.search(query, "/", limit=5)
+    assert all(h.path == "/z.md" for h in hits)
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(query=st.text(), scope=st.text(max_size=20))
+def test_any_text_is_a_query_that_answers(index: SectionIndex, query: str, scope: str) -> None:
+    if not index.indexed_versions():
+        put(index, "/z.md", "# Z\n\n## Part\n\nzorbex quetzal body\n")
+    assert isinstance(index.search(query, "/" + scope, limit=3), list)
+
+
+# --- scope, visibility, limit, filter ----------------------------------------------------
+
+
+@pytest.fixture
+def spread(index: SectionIndex) -> SectionIndex:
+    fill(index)
+    put(index, "/docs/a.md", "# A\n\n## Part\n\nzorbex one\n", tags="adr,wire", importance="0.9")
+    put(index, "/docs/sub/b.md", "# B\n\n## Part\n\nzorbex two\n", tags="adr", status="final")
+    put(index, "/docsx/c.md", "# C\n\n## Part\n\nzorbex three\n", tags="wire")
+    put(index, "/d.md", "# D\n\n## Part\n\nzorbex four\n", status="draft")
+    index.update("/old.md", 1, {}, b"# E\n\n## Part\n\nzorbex five\n", datetime(2020, 1, 1, tzinfo=UTC))
+    return index
+
+
+def paths(hits: list[SectionHit]) -> list[str]:
+    return sorted(h.path for h in hits)
+
+
+def test_scope_keeps_the_folder_and_what_is_under_it_only(spread: SectionIndex) -> None:
+    assert paths(spread.search("zorbex", "/docs", limit=10)) == ["/docs/a.md", "/docs/sub/b.md"]
+    assert paths(spread.search("zorbex", "/docs/", limit=10)) == ["/docs/a.md", "/docs/sub/b.md"]
+    assert paths(spread.search("zorbex", "/docs/a.md", limit=10)) == ["/docs/a.md"]
+    assert len(spread.search("zorbex", "/", limit=10)) == 5
+
+
+def test_visible_drops_rows_before_the_limit(spread: SectionIndex) -> None:
+    everything = spread.search("zorbex", "/", limit=10)
+    best = everything[0].path
+    hidden = spread.search("zorbex", "/", limit=1, visible=lambda p: p != best)
+    assert len(hidden) == 1 and hidden[0].path != best
+    assert hidden[0] == everything[1]
+
+
+def test_limit_cuts_after_ordering(spread: SectionIndex) -> None:
+    everything = spread.search("zorbex", "/", limit=10)
+    assert spread.search("zorbex", "/", limit=2) == everything[:2]
+    assert spread.search("zorbex", "/", limit=0) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("tag=adr", ["/docs/a.md", "/docs/sub/b.md"]),
+        ("tag=ADR,tag=wire", ["/docs/a.md"]),
+        ("status=draft", ["/d.md"]),
+        ("modified-before=2021-01-01", ["/old.md"]),
+        ("modified-after=2021-01-01,tag=wire", ["/docs/a.md", "/docsx/c.md"]),
+    ],
+)
+def test_filters_judge_the_stored_document_fields(spread: SectionIndex, text: str, expected: list[str]) -> None:
+    flt = parse_filter(text)
+    assert paths(spread.search("zorbex", "/", limit=10, flt=flt)) == expected
+
+
+def test_a_filter_that_rejects_most_candidates_still_fills_the_limit(index: SectionIndex) -> None:
+    with index.bulk():
+        for d in range(300):
+            tags = "rare" if d % 100 == 7 else "common"
+            put(index, f"/many/d{d:03d}.md", f"# D{d}\n\n## Part\n\nzorbex {'zorbex ' * (d % 5)}\n", tags=tags)
+    hits = index.search("zorbex", "/", limit=10, flt=Filter(tags=("rare",)))
+    assert paths(hits) == ["/many/d007.md", "/many/d107.md", "/many/d207.md"]
+
+
+# --- snippets ----------------------------------------------------------------------------
+
+
+def test_snippets_are_one_line_of_at_most_240_bytes_around_the_match(index: SectionIndex) -> None:
+    fill(index)
+    long_text = ("Ünïcödé wörds 🎉 fill | this `cell` line.\n" * 40) + "The zorbex is here.\n" + "tail words " * 80
+    put(index, "/long.md", "# Long\n\n## Part\n\n" + long_text)
+    (hit,) = index.search("zorbex", "/", limit=1)
+    assert "zorbex" in hit.snippet
+    assert "\n" not in hit.snippet and "  " not in hit.snippet
+    assert len(hit.snippet.encode("utf-8")) <= 240
+    assert hit.snippet.startswith("…")
+
+
+# --- upkeep ------------------------------------------------------------------------------
+
+
+def test_update_replaces_every_row_of_the_document(index: SectionIndex) -> None:
+    fill(index)
+    put(index, "/u.md", "# U\n\n## Old\n\nzorbex text\n", version=1)
+    put(index, "/u.md", "# U\n\n## New\n\nquetzal text\n", version=2)
+    assert index.search("zorbex", "/", limit=5) == []
+    assert where(index.search("quetzal", "/", limit=5)) == [("/u.md", "new")]
+    assert index.indexed_versions()["/u.md"] == 2
+
+
+def test_remove_drops_the_document_and_is_idempotent(index: SectionIndex) -> None:
+    fill(index)
+    put(index, "/r.md", "# R\n\n## Part\n\nzorbex\n", title="Quetzal")
+    index.remove("/r.md")
+    index.remove("/r.md")
+    index.remove("/never.md")
+    assert index.search("zorbex", "/", limit=5) == []
+    assert index.search("quetzal", "/", limit=5) == []
+    assert "/r.md" not in index.indexed_versions()
+
+
+def test_the_index_persists_across_reopening(tmp_path: Path) -> None:
+    with SectionIndex(tmp_path / "i.sqlite") as ix:
+        put(ix, "/p.md", "# P\n\n## Part\n\nzorbex\n", version=3)
+    with SectionIndex(tmp_path / "i.sqlite") as ix:
+        assert ix.indexed_versions() == {"/p.md": 3}
+        assert where(ix.search("zorbex", "/", limit=5)) == [("/p.md", "part")]
+
+
+def test_a_file_of_another_schema_version_is_emptied_for_a_rebuild(tmp_path: Path) -> None:
+    with SectionIndex(tmp_path / "i.sqlite") as ix:
+        put(ix, "/p.md", "# P\n\nzorbex\n")
+    db = sqlite3.connect(tmp_path / "i.sqlite")
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    db.close()
+    with SectionIndex(tmp_path / "i.sqlite") as ix:
+        assert ix.indexed_versions() == {}
+        put(ix, "/p.md", "# P\n\nzorbex\n")
+        assert len(ix.search("zorbex", "/", limit=5)) == 1
+
+
+def test_bulk_commits_once_and_rolls_everything_back_on_error(index: SectionIndex) -> None:
+    with pytest.raises(RuntimeError), index.bulk():
+        put(index, "/a.md", "# A\n\nzorbex\n")
+        put(index, "/b.md", "# B\n\nzorbex\n")
+        raise RuntimeError("boom")
+    assert index.indexed_versions() == {}
+    with index.bulk():
+        put(index, "/a.md", "# A\n\nzorbex\n")
+    assert index.indexed_versions() == {"/a.md": 1}
+
+
+def test_searches_and_updates_from_many_threads_share_the_index(index: SectionIndex) -> None:
+    fill(index, 5)
+    errors: list[BaseException] = []
+
+    def work(n: int) -> None:
+        try:
+            for i in range(20):
+                put(index, f"/t{n}.md", f"# T\n\n## Part\n\nzorbex {i}\n", version=i + 1)
+                index.search("zorbex", "/", limit=5)
+        except BaseException as exc:  # collected for the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert errors == []
+    assert {p: v for p, v in index.indexed_versions().items() if p.startswith("/t")} == {
+        f"/t{n}.md": 20 for n in range(4)
+    }
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> FileStore:
+    return FileStore(tmp_path / "store")
+
+
+def test_rebuild_indexes_current_non_archived_documents_and_drops_the_rest(
+    index: SectionIndex, store: FileStore
+) -> None:
+    store.write("/a.md", b"# A\n\n## One\n\nzorbex\n\n## Two\n\nquetzal\n", {"title": "A"})
+    store.write("/a.md", b"# A\n\n## One\n\nzorbex again\n", {"title": "A"})
+    store.write("/gone.md", b"# G\n\nzorbex\n", {})
+    store.archive("/gone.md")
+    put(index, "/stale.md", "# S\n\nzorbex\n")
+    assert rebuild(index, store) == 2  # /a.md: its bare-path row and section "one"
+    assert index.indexed_versions() == {"/a.md": 2}
+    assert where(index.search("zorbex quetzal", "/", limit=5)) == [("/a.md", "one")]
+
+
+def test_reconcile_repairs_an_index_that_missed_store_writes(
+    index: SectionIndex, store: FileStore
+) -> None:
+    store.write("/keep.md", b"# K\n\n## Part\n\nzorbex\n", {})
+    store.write("/change.md", b"# C\n\n## Part\n\nzorbex\n", {})
+    store.write("/archive.md", b"# A\n\n## Part\n\nzorbex\n", {})
+    assert reconcile(index, store) == 3
+    assert reconcile(index, store) == 0
+    # drift: the store moves on while the index is not told (a crash between the two)
+    store.write("/change.md", b"# C\n\n## Part\n\nquetzal\n", {})
+    store.archive("/archive.md")
+    store.write("/new.md", b"# N\n\n## Part\n\nquetzal\n", {})
+    put(index, "/deleted.md", "# D\n\n## Part\n\nquetzal\n")
+    assert reconcile(index, store) == 4
+    assert index.indexed_versions() == {"/keep.md": 1, "/change.md": 2, "/new.md": 1}
+    assert paths(index.search("zorbex", "/", limit=10)) == ["/keep.md"]
+    assert paths(index.search("quetzal", "/", limit=10)) == ["/change.md", "/new.md"]
+    store.unarchive("/archive.md")
+    assert reconcile(index, store) == 1
+    assert "/archive.md" in index.indexed_versions()
