@@ -466,3 +466,30 @@ def mcp_command(host_url: str | None, root: Path | None, authority: str, scope: 
                 await client.close()
 
     _run(go())
+
+
+# --- index ------------------------------------------------------------------------------
+
+
+@main.group(name="index")
+def index_group() -> None:
+    """The section index behind LOOKUP match=body."""
+
+
+@index_group.command(name="rebuild")
+@click.option("--root", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path), help="Store directory.")
+@_guard
+def index_rebuild(root: Path) -> None:
+    """Rebuild the section index of an existing store from its current documents."""
+    from .index import rebuild
+    from .service import open_index
+    from .store import FileStore
+
+    store = FileStore(root)
+    index = open_index(root)
+    try:
+        with index.bulk():
+            sections = rebuild(index, store)
+    finally:
+        index.close()
+    click.echo(f"indexed {sections} sections of {len(store.documents())} documents", err=True)

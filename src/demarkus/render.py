@@ -20,6 +20,12 @@ def escape_cell(text: str) -> str:
     return "".join("\\" + ch if ch in _ESCAPED else ch for ch in text)
 
 
+def escape_snippet(text: str) -> str:
+    """Snippets are quoted prose: only what would break the table row is escaped."""
+    text = " ".join(text.split())
+    return text.replace("\\", "\\\\").replace("|", "\\|")
+
+
 def format_time(moment: datetime) -> str:
     """RFC 3339 in UTC with seconds, the form every `modified` value takes."""
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -95,6 +101,6 @@ def render_lookup(
             escape_cell(_tags_cell(row.tags, tag_cap)),
         ]
         if body_match:
-            cells.append(escape_cell(row.snippet))
+            cells.append(escape_snippet(row.snippet))
         out.append("| " + " | ".join(cells) + " |\n")
     return "".join(out)

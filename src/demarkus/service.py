@@ -45,6 +45,7 @@ from .protocol import (
     validate_publisher_metadata,
 )
 from .render import ListingEntry, LookupRow, format_time, render_listing, render_lookup, render_versions
+from .index import Index, SectionIndex, reconcile
 from .store import FileStore, StoredVersion
 
 log = logging.getLogger("demarkus.service")
@@ -78,6 +79,16 @@ def _parse_expected(value: str | None, *, required: bool) -> int | None:
     return number
 
 
+INDEX_FILE = ".demarkus/index.sqlite"
+
+
+def open_index(root: Path) -> SectionIndex:
+    """The section index beside the store; hidden from LIST and FETCH by its dot-folder."""
+    path = root / INDEX_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return SectionIndex(path)
+
+
 class Service(VerbMethods):
     """The authority's behaviour. `trusted` skips token checks, for the store's own owner."""
 
@@ -88,19 +99,29 @@ class Service(VerbMethods):
         *,
         trusted: bool = False,
         clock: Callable[[], datetime] = _utcnow,
+        index: Index | None = None,
     ) -> None:
         self.store = store
         self.authorizer = authorizer or Authorizer(None)
         self.trusted = trusted
         self.clock = clock
         self.catalog = Catalog()
+        self.index = index
         self._lock = threading.RLock()
         for path in store.documents():
-            self._refresh(path)
+            self._refresh_catalog(path)
 
     @classmethod
     def open(cls, root: Path, *, tokens: Path | None = None, trusted: bool = False) -> Service:
-        return cls(FileStore(Path(root)), Authorizer(tokens) if tokens else None, trusted=trusted)
+        """A service over a store directory, with its section index in `root/.demarkus/`."""
+        store = FileStore(Path(root))
+        index = open_index(Path(root))
+        reconcile(index, store)
+        return cls(store, Authorizer(tokens) if tokens else None, trusted=trusted, index=index)
+
+    def close(self) -> None:
+        if self.index is not None:
+            self.index.close()
 
     # --- the seam -------------------------------------------------------------------------
 
@@ -145,16 +166,27 @@ class Service(VerbMethods):
 
     # --- catalog upkeep -------------------------------------------------------------------
 
-    def _refresh(self, path: str) -> None:
+    def _refresh_catalog(self, path: str) -> StoredVersion | None:
         try:
             doc = self.store.read(path)
         except NotFoundError:
             self.catalog.remove(path)
-            return
+            return None
         if doc.archived:
             self.catalog.remove(path)
+            return None
+        self.catalog.put(make_entry(path, doc.metadata, doc.body, doc.modified))
+        return doc
+
+    def _refresh(self, path: str) -> None:
+        """Bring the catalog and the section index in step with the store after a write."""
+        doc = self._refresh_catalog(path)
+        if self.index is None:
+            return
+        if doc is None:
+            self.index.remove(path)
         else:
-            self.catalog.put(make_entry(path, doc.metadata, doc.body, doc.modified))
+            self.index.update(path, doc.version, doc.metadata, doc.body, doc.modified)
 
     # --- FETCH ----------------------------------------------------------------------------
 
@@ -382,6 +414,11 @@ class Service(VerbMethods):
         if match not in ("catalog", "body"):
             raise BadRequestError(f"match `{match}` is unknown; use `catalog` (tags and titles) or `body` (section text)")
         scope = normalize_scope(request.path)
+        if match == "body" and self.index is not None:
+            hits = self.index.search(query, scope, limit=limit, flt=flt, visible=self._readable(token))
+            rows = [LookupRow(h.path, h.importance, h.title, h.tags, h.anchor, h.heading, h.snippet) for h in hits]
+            body = render_lookup(query, scope, rows, body_match=True)
+            return Response(Status.OK, {"matches": str(len(rows)), "match": "body"}, body.encode("utf-8"))
         entries = self.catalog.search(terms, scope, flt, limit, self._readable(token))
         rows = [LookupRow(e.path, e.importance, e.title, e.tags) for e in entries]
         body = render_lookup(query, scope, rows, body_match=False)
