@@ -44,6 +44,17 @@ def test_response_round_trips_through_the_codec(status, metadata, body):
     assert parse_response(encode_response(response)) == response
 
 
+@given(metadata=st.dictionaries(keys, values, max_size=8))
+def test_encoded_metadata_reads_back_the_same_with_any_yaml_reader(metadata):
+    import yaml
+
+    from demarkus.protocol import encode_metadata, parse_metadata
+
+    text = encode_metadata(metadata)
+    assert parse_metadata(text) == metadata
+    assert (yaml.load(text, Loader=yaml.CBaseLoader) or {}) == metadata
+
+
 def test_metadata_values_stay_strings():
     request = parse_request(b"PUBLISH /a.md\n---\nimportance: 010\nflag: yes\nempty: ''\n---\nbody")
     assert request.metadata == {"importance": "010", "flag": "yes", "empty": ""}
@@ -52,7 +63,7 @@ def test_metadata_values_stay_strings():
 
 def test_response_keys_are_sorted_and_numbers_quoted():
     raw = encode_response(Response("ok", {"matches": "2", "match": "body"}))
-    assert raw == b"---\nmatch: body\nmatches: '2'\nstatus: ok\n---\n"
+    assert raw == b'---\nmatch: body\nmatches: "2"\nstatus: ok\n---\n'
 
 
 def test_body_that_looks_like_frontmatter_survives():

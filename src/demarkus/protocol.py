@@ -21,6 +21,7 @@ Metadata is a flat YAML map of strings in both directions; keys come out sorted.
 
 from __future__ import annotations
 
+import json
 import posixpath
 import re
 from collections.abc import Mapping
@@ -183,18 +184,57 @@ def _error_message(body: str) -> str:
 # --- metadata ---------------------------------------------------------------------------
 
 
-def encode_metadata(metadata: Mapping[str, str]) -> str:
-    """YAML for a flat map of strings, keys sorted (so output is stable byte for byte)."""
-    if not metadata:
-        return ""
-    return yaml.dump(
-        {str(k): str(v) for k, v in metadata.items()},
-        Dumper=yaml.CSafeDumper,
-        default_flow_style=False,
-        allow_unicode=True,
-        sort_keys=True,
-        width=2**31 - 1,
+_PLAIN = re.compile(r"[A-Za-z_/][A-Za-z0-9_./+=@~-]*(?: [A-Za-z0-9_./+=@~-]+)*")
+_YAML_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"})
+_LINE = re.compile(r"([a-z0-9][a-z0-9-]*): (.*)")
+
+
+def _scalar(value: str) -> str:
+    """A YAML scalar that every YAML reader decodes back to exactly `value`."""
+    if _PLAIN.fullmatch(value) and value.lower() not in _YAML_WORDS:
+        return value
+    quoted = json.dumps(value, ensure_ascii=False)
+    if quoted.isprintable():
+        return quoted
+    # YAML readers refuse non-printable characters raw; escape them the YAML way.
+    return "".join(
+        ch if ch.isprintable() else f"\\U{ord(ch):08x}" if ord(ch) > 0xFFFF else f"\\u{ord(ch):04x}"
+        for ch in quoted
     )
+
+
+def encode_metadata(metadata: Mapping[str, str]) -> str:
+    """YAML for a flat map of strings, keys sorted (so output is stable byte for byte).
+
+    Values are plain when unambiguous, else double-quoted with JSON escapes (a subset
+    of YAML's), so numbers, dates and URLs come out quoted: `matches: "2"`.
+    """
+    return "".join(f"{key}: {_scalar(str(metadata[key]))}\n" for key in sorted(metadata))
+
+
+def _parse_simple(text: str) -> dict[str, str] | None:
+    """Fast path for what `encode_metadata` writes; None sends the caller to full YAML."""
+    out: dict[str, str] = {}
+    for line in text.split("\n"):
+        if not line:
+            continue
+        found = _LINE.fullmatch(line)
+        if found is None or found.group(1) in out:
+            return None
+        key, value = found.groups()
+        if value.startswith('"'):
+            try:
+                decoded = json.loads(value)
+            except ValueError:
+                return None
+            if not isinstance(decoded, str):
+                return None
+            out[key] = decoded
+        elif _PLAIN.fullmatch(value) and value.lower() not in _YAML_WORDS:
+            out[key] = value
+        else:
+            return None
+    return out
 
 
 def parse_metadata(text: str) -> dict[str, str]:
@@ -205,6 +245,9 @@ def parse_metadata(text: str) -> dict[str, str]:
     """
     if not text.strip():
         return {}
+    simple = _parse_simple(text)
+    if simple is not None:
+        return simple
     try:
         data = yaml.load(text, Loader=yaml.CBaseLoader)
     except yaml.YAMLError as exc:
