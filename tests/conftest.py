@@ -104,8 +104,8 @@ def demo_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def make_server(root: Path, *, authority: str = AUTHORITY, scope: str = "/", trusted: bool = False):  # type: ignore[no-untyped-def]
     service = Service.open(root, trusted=trusted)
-    resolver = LocalResolver(service, authority, GraphStore(None), scope=scope)
-    return build_server(lambda: Tools(resolver))
+    tools = Tools(LocalResolver(service, authority, GraphStore(None), scope=scope))
+    return build_server(lambda: tools)
 
 
 @pytest.fixture

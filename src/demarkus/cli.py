@@ -455,8 +455,8 @@ def mcp_command(host_url: str | None, root: Path | None, authority: str, scope: 
         graph_path = default_graph_path(root, identity)
         graph_path.parent.mkdir(parents=True, exist_ok=True)
         graph = GraphStore(graph_path)
-        resolver = LocalResolver(backend, identity, graph, token=token, scope=scope)
-        server = build_server(lambda: Tools(resolver), writable=not read_only,
+        tools = Tools(LocalResolver(backend, identity, graph, token=token, scope=scope))
+        server = build_server(lambda: tools, writable=not read_only,
                               instructions=f"Connected to {identity}. Use bare paths like /index.md.")
         try:
             await server.run_stdio_async()

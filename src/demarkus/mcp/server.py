@@ -105,11 +105,11 @@ Url = Annotated[str, Field(description="A path such as /docs/a.md (may end in #a
 Verbose = Annotated[bool, Field(description="Show every metadata key.")]
 
 
-def build_server(tools_factory: Callable[[], Tools], *, name: str = "demarkus", instructions: str | None = None,
+def build_server(tools_for: Callable[[], Tools], *, name: str = "demarkus", instructions: str | None = None,
                  writable: bool = True) -> MCPServer:
-    """An MCPServer whose tools call a `Tools` made once per server (one stdio session)."""
+    """An MCPServer whose tools ask `tools_for()` for the caller's `Tools` on every call:
+    one instance for a stdio session, one per caller and session behind the gateway."""
     server: MCPServer = MCPServer(name, instructions=instructions, log_level="WARNING")
-    tools = tools_factory()
 
     @server.tool(name="mark_lookup", description=LOOKUP_DESCRIPTION)
     @_tool
@@ -122,12 +122,12 @@ def build_server(tools_factory: Callable[[], Tools], *, name: str = "demarkus", 
         budget: Annotated[int, Field(description="Tokens of evidence to print after the table; 0 = table only.")] = 0,
         verbose: Verbose = False,
     ) -> str:
-        return await tools.lookup(query, url, filter, limit, match, budget, verbose)
+        return await tools_for().lookup(query, url, filter, limit, match, budget, verbose)
 
     @server.tool(name="mark_fetch", description=FETCH_DESCRIPTION)
     @_tool
     async def mark_fetch(url: Url, force: Annotated[bool, Field(description="Return the full body even if large or unchanged.")] = False, verbose: Verbose = False) -> str:
-        return await tools.fetch(url, force, verbose)
+        return await tools_for().fetch(url, force, verbose)
 
     @server.tool(name="mark_explore", description=EXPLORE_DESCRIPTION)
     @_tool
@@ -139,12 +139,12 @@ def build_server(tools_factory: Callable[[], Tools], *, name: str = "demarkus", 
         cursor: Annotated[str | None, Field(description="next-cursor from the previous page.")] = None,
         verbose: Verbose = False,
     ) -> str:
-        return await tools.explore(url, direction, relations, page_size, cursor, verbose)
+        return await tools_for().explore(url, direction, relations, page_size, cursor, verbose)
 
     @server.tool(name="mark_backlinks", description=BACKLINKS_DESCRIPTION)
     @_tool
     async def mark_backlinks(url: Url) -> str:
-        return await tools.backlinks(url)
+        return await tools_for().backlinks(url)
 
     @server.tool(name="mark_list", description=LIST_DESCRIPTION)
     @_tool
@@ -154,12 +154,12 @@ def build_server(tools_factory: Callable[[], Tools], *, name: str = "demarkus", 
         include_archived: Annotated[bool, Field(description="Also list archived documents.")] = False,
         verbose: Verbose = False,
     ) -> str:
-        return await tools.list(url, cursor, include_archived, verbose)
+        return await tools_for().list(url, cursor, include_archived, verbose)
 
     @server.tool(name="mark_versions", description=VERSIONS_DESCRIPTION)
     @_tool
     async def mark_versions(url: Url) -> str:
-        return await tools.versions(url)
+        return await tools_for().versions(url)
 
     if writable:
         @server.tool(name="mark_publish", description=PUBLISH_DESCRIPTION)
@@ -170,7 +170,7 @@ def build_server(tools_factory: Callable[[], Tools], *, name: str = "demarkus", 
             expected_version: Annotated[int | None, Field(description="0 = create only; N = update only version N; omit to skip the check.")] = None,
             metadata: Annotated[dict[str, str] | None, Field(description="Single-line string values: title, tags, importance, rel-<predicate>.")] = None,
         ) -> str:
-            return await tools.publish(url, body, expected_version, metadata)
+            return await tools_for().publish(url, body, expected_version, metadata)
 
         @server.tool(name="mark_append", description=APPEND_DESCRIPTION)
         @_tool
@@ -179,12 +179,12 @@ def build_server(tools_factory: Callable[[], Tools], *, name: str = "demarkus", 
             body: Annotated[str, Field(description="Markdown to add at the end.")],
             expected_version: Annotated[int, Field(description="The version you read; 0 = current.")] = 0,
         ) -> str:
-            return await tools.append(url, body, expected_version)
+            return await tools_for().append(url, body, expected_version)
 
         @server.tool(name="mark_archive", description=ARCHIVE_DESCRIPTION)
         @_tool
         async def mark_archive(url: Url) -> str:
-            return await tools.archive(url)
+            return await tools_for().archive(url)
 
     return server
 
