@@ -20,6 +20,7 @@ from demarkus.index.query import (
     quote,
     rank,
     shape_snippet,
+    snippet,
     words,
 )
 
@@ -36,7 +37,14 @@ from demarkus.index.query import (
         ('"quoted" *star* NEAR(a b)', ["quoted", "star", "near", "a", "b"]),
         ("", []),
     ],
-    ids=["punctuation", "underscores-separate", "digits-kept", "unicode-letters", "syntax", "empty"],
+    ids=[
+        "punctuation",
+        "underscores-separate",
+        "digits-kept",
+        "unicode-letters",
+        "syntax",
+        "empty",
+    ],
 )
 def test_words_are_lowercase_runs_of_letters_and_digits(text: str, expected: list[str]) -> None:
     assert words(text) == expected
@@ -107,13 +115,55 @@ def test_snippets_are_one_line_within_the_byte_limit(text: str) -> None:
     assert shaped == shaped.strip()
 
 
+def test_a_snippet_opens_just_before_the_window_with_the_most_distinct_matches() -> None:
+    filler = " ".join(f"w{i}" for i in range(100))
+    text = f"alpha {filler} one two three beta gamma beta four five {filler} beta"
+    shaped = snippet(text, {"alpha", "beta", "gamma"})
+    assert shaped.startswith("…one two three beta gamma beta four five w0")
+    assert shaped.endswith("…") and len(shaped.encode("utf-8")) <= SNIPPET_MAX_BYTES
+
+
+def test_a_snippet_opens_at_the_sentence_or_line_holding_its_first_match() -> None:
+    lead = "filler " * 100
+    assert snippet(lead + "End of one. The big quetzal flies.", {"quetzal"}) == (
+        "…The big quetzal flies."
+    )
+    assert snippet(lead + "\n- item with quetzal", {"quetzal"}) == "…item with quetzal"
+
+
+def test_a_snippet_whose_matches_fit_from_the_start_shows_the_text_as_written() -> None:
+    assert snippet("Just a note about the quixotic parser.", {"quixotic"}) == (
+        "Just a note about the quixotic parser."
+    )
+
+
+def test_a_snippet_without_matches_shows_the_start() -> None:
+    text = "First words here. " + "more " * 100
+    shaped = snippet(text, set())
+    assert shaped.startswith("First words here. more") and shaped.endswith("…")
+
+
+@given(st.text(), st.sets(st.text(min_size=1, max_size=5)))
+def test_snippet_windows_are_one_line_within_the_byte_limit(text: str, hits: set[str]) -> None:
+    shaped = snippet(text, hits)
+    assert len(shaped.encode("utf-8")) <= SNIPPET_MAX_BYTES
+    assert "\n" not in shaped
+
+
 # --- ranking -----------------------------------------------------------------------------
 
 
-def candidate(path: str, relevance: float, matched: set[int], importance: float = 0.5,
-              anchor: str = "s") -> Candidate:
-    return Candidate(key=hash((path, anchor)), path=path, anchor=anchor, relevance=relevance,
-                     importance=importance, matched=frozenset(matched))
+def candidate(
+    path: str, relevance: float, matched: set[int], importance: float = 0.5, anchor: str = "s"
+) -> Candidate:
+    return Candidate(
+        key=hash((path, anchor)),
+        path=path,
+        anchor=anchor,
+        relevance=relevance,
+        importance=importance,
+        matched=frozenset(matched),
+    )
 
 
 def test_idf_is_positive_and_falls_as_more_rows_hold_the_term() -> None:
@@ -140,7 +190,10 @@ def test_without_coordination_bm25_alone_orders_rows() -> None:
     many = candidate("/many.md", relevance=5.0, matched={0, 1, 2})
     repeated = candidate("/repeated.md", relevance=9.0, matched={3})
     plain = Ranking(coord_power=0.0)
-    assert [c.path for _, c in rank([many, repeated], weights, plain)] == ["/repeated.md", "/many.md"]
+    assert [c.path for _, c in rank([many, repeated], weights, plain)] == [
+        "/repeated.md",
+        "/many.md",
+    ]
 
 
 def test_importance_prior_breaks_otherwise_equal_rows() -> None:

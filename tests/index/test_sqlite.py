@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -14,7 +15,8 @@ from hypothesis import strategies as st
 
 from demarkus.catalog import Filter, parse_filter
 from demarkus.index import SectionHit, SectionIndex, rebuild, reconcile
-from demarkus.index.sqlite import SCHEMA_VERSION
+from demarkus.index.query import Ranking
+from demarkus.index.sqlite import SCHEMA_VERSION, _selective
 from demarkus.store import FileStore
 
 WHEN = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -58,7 +60,11 @@ def where(hits: list[SectionHit]) -> list[tuple[str, str]]:
 
 def test_a_hit_names_the_innermost_section_holding_the_words(index: SectionIndex) -> None:
     fill(index)
-    put(index, "/guide.md", "# Guide\n\nIntro.\n\n## Install\n\nSteps.\n\n### Windows\n\nRun the zorbex installer.\n")
+    put(
+        index,
+        "/guide.md",
+        "# Guide\n\nIntro.\n\n## Install\n\nSteps.\n\n### Windows\n\nRun the zorbex installer.\n",
+    )
     hits = index.search("zorbex installer", "/", limit=5)
     assert where(hits)[0] == ("/guide.md", "windows")
     assert hits[0].heading == "Windows"
@@ -84,7 +90,9 @@ def test_a_heading_without_text_of_its_own_is_reached_through_its_sub_sections(
     index: SectionIndex,
 ) -> None:
     fill(index)
-    put(index, "/spec.md", "# Spec\n\n## Grammar rules\n\n### Tokens\n\nA token is a zorbex unit.\n")
+    put(
+        index, "/spec.md", "# Spec\n\n## Grammar rules\n\n### Tokens\n\nA token is a zorbex unit.\n"
+    )
     hits = index.search("grammar rules", "/", limit=5)
     assert where(hits) == [("/spec.md", "tokens")]
 
@@ -93,8 +101,13 @@ def test_a_document_whose_title_and_tags_hold_every_term_gets_the_catalog_row(
     index: SectionIndex,
 ) -> None:
     fill(index)
-    put(index, "/zen.md", "# Sayings\n\n## Aphorisms\n\nBeautiful is better than ugly.\n",
-        title="The Zen of Quetzal", tags="philosophy")
+    put(
+        index,
+        "/zen.md",
+        "# Sayings\n\n## Aphorisms\n\nBeautiful is better than ugly.\n",
+        title="The Zen of Quetzal",
+        tags="philosophy",
+    )
     hits = index.search("zen quetzal philosophy", "/", limit=5)
     assert ("/zen.md", "") in where(hits)
     bare = next(h for h in hits if h.anchor == "")
@@ -106,11 +119,18 @@ def test_a_document_whose_title_and_tags_hold_every_term_gets_the_catalog_row(
 
 def test_sections_are_rows_only_through_their_own_text_or_headings(index: SectionIndex) -> None:
     fill(index)
-    put(index, "/x.md", "# Alpha\n\n## One\n\nplain words\n\n## Two\n\nmore plain words\n",
-        title="Quetzal manual")
+    put(
+        index,
+        "/x.md",
+        "# Alpha\n\n## One\n\nplain words\n\n## Two\n\nmore plain words\n",
+        title="Quetzal manual",
+    )
     # the title alone names the document (the catalog row), not each of its sections
     assert where(index.search("quetzal", "/", limit=5)) == [("/x.md", "")]
-    assert where(index.search("quetzal plain", "/", limit=5)) == [("/x.md", "one"), ("/x.md", "two")]
+    assert where(index.search("quetzal plain", "/", limit=5)) == [
+        ("/x.md", "one"),
+        ("/x.md", "two"),
+    ]
 
 
 # --- ranking -----------------------------------------------------------------------------
@@ -118,24 +138,65 @@ def test_sections_are_rows_only_through_their_own_text_or_headings(index: Sectio
 
 def test_a_heading_match_outranks_the_same_word_in_body_text(index: SectionIndex) -> None:
     fill(index)
-    put(index, "/a.md", "# Notes\n\n## Overview\n\nThe zorbex appears once in a long body of text.\n")
+    put(
+        index,
+        "/a.md",
+        "# Notes\n\n## Overview\n\nThe zorbex appears once in a long body of text.\n",
+    )
     put(index, "/b.md", "# Notes\n\n## Zorbex\n\nThis section says it only in its heading line.\n")
     assert where(index.search("zorbex", "/", limit=5))[0] == ("/b.md", "zorbex")
 
 
-def test_a_title_match_outranks_the_same_word_in_another_documents_body(index: SectionIndex) -> None:
+def test_a_title_match_outranks_the_same_word_in_another_documents_body(
+    index: SectionIndex,
+) -> None:
     fill(index)
-    put(index, "/a.md", "# Misc\n\n## Part\n\nA quetzal is mentioned here in passing among others.\n")
-    put(index, "/b.md", "# Quetzal handbook\n\n## Part\n\nA quetzal is mentioned here in passing among others.\n")
+    put(
+        index,
+        "/a.md",
+        "# Misc\n\n## Part\n\nA quetzal is mentioned here in passing among others.\n",
+    )
+    put(
+        index,
+        "/b.md",
+        "# Quetzal handbook\n\n## Part\n\nA quetzal is mentioned here in passing among others.\n",
+    )
     assert where(index.search("quetzal", "/", limit=5))[0] == ("/b.md", "part")
 
 
 def test_a_section_with_three_of_four_terms_beats_one_term_repeated(index: SectionIndex) -> None:
     fill(index)
     put(index, "/rep.md", "# Rep\n\n## Zorbex\n\n" + "zorbex " * 40 + "\n")
-    put(index, "/cov.md", "# Cov\n\n## Setup\n\nThe quetzal needs a glimmer and a zorbex to start.\n")
+    put(
+        index,
+        "/cov.md",
+        "# Cov\n\n## Setup\n\nThe quetzal needs a glimmer and a zorbex to start.\n",
+    )
     hits = index.search("quetzal glimmer zorbex wombat", "/", limit=5)
     assert where(hits)[:2] == [("/cov.md", "setup"), ("/rep.md", "zorbex")]
+
+
+def test_words_found_nowhere_or_everywhere_do_not_hide_the_others(index: SectionIndex) -> None:
+    fill(index)
+    put(index, "/z.md", "# Z\n\n## Part\n\nThe zorbex of lorem.\n")
+    assert where(index.search("zorbex neverseenword", "/", limit=3)) == [("/z.md", "part")]
+    assert where(index.search("lorem zorbex", "/", limit=1)) == [("/z.md", "part")]
+
+
+@pytest.mark.parametrize(
+    ("counts", "expected"),
+    [
+        ([10, 3000, 9000], ["a", "b"]),  # c is common once a and b match 200 rows
+        ([10, 0, 50], ["a", "c"]),  # b is in no row: asking for it costs and finds nothing
+        ([150, 9000, 9500], ["a", "b"]),  # a alone matches too few rows: b joins anyway
+        ([4000, 3000, 2000], ["b", "c"]),  # rarest first until 5,000 rows are matched
+        ([0, 0, 0], ["a", "b", "c"]),
+    ],
+    ids=["common-left-out", "absent-left-out", "too-few-rows", "row-budget", "nothing-held"],
+)
+def test_the_engine_is_asked_for_the_rarest_terms(counts: list[int], expected: list[str]) -> None:
+    held = dict(enumerate(counts))
+    assert _selective(["a", "b", "c"], held, 20_000, Ranking()) == expected
 
 
 def test_stemming_finds_other_forms_of_a_word(index: SectionIndex) -> None:
@@ -153,7 +214,11 @@ def test_diacritics_are_folded(index: SectionIndex) -> None:
 
 def test_stop_words_in_a_question_do_not_match_anything(index: SectionIndex) -> None:
     fill(index)
-    put(index, "/stop.md", "# Words\n\n## Common\n\nWhat is the which how many does it have of them.\n")
+    put(
+        index,
+        "/stop.md",
+        "# Words\n\n## Common\n\nWhat is the which how many does it have of them.\n",
+    )
     put(index, "/gc.md", "# Memory\n\n## Collector\n\nThe garbage collector runs in generations.\n")
     question = "What is the garbage collector and how many does it have?"
     assert where(index.search(question, "/", limit=5)) == [("/gc.md", "collector")]
@@ -182,9 +247,32 @@ def test_importance_lifts_an_otherwise_equal_document(index: SectionIndex) -> No
 # --- hostile input -----------------------------------------------------------------------
 
 HOSTILE = [
-    '"', '""', "*", "zorbex*", "NEAR(zorbex quetzal, 2)", "AND", "OR", "NOT", "zorbex AND",
-    "-zorbex", "body:zorbex", "{meta trail}: zorbex", "^zorbex", "(", ")", "'", "\\", ":",
-    "zorbex\x00quetzal", "🎉", "a", "", "   ", "x" * 5000, "zorbex " * 500, "rowid = 1; DROP TABLE fts",
+    '"',
+    '""',
+    "*",
+    "zorbex*",
+    "NEAR(zorbex quetzal, 2)",
+    "AND",
+    "OR",
+    "NOT",
+    "zorbex AND",
+    "-zorbex",
+    "body:zorbex",
+    "{meta trail}: zorbex",
+    "^zorbex",
+    "(",
+    ")",
+    "'",
+    "\\",
+    ":",
+    "zorbex\x00quetzal",
+    "🎉",
+    "a",
+    "",
+    "   ",
+    "x" * 5000,
+    "zorbex " * 500,
+    "rowid = 1; DROP TABLE fts",
 ]
 
 
@@ -213,7 +301,9 @@ def spread(index: SectionIndex) -> SectionIndex:
     put(index, "/docs/sub/b.md", "# B\n\n## Part\n\nzorbex two\n", tags="adr", status="final")
     put(index, "/docsx/c.md", "# C\n\n## Part\n\nzorbex three\n", tags="wire")
     put(index, "/d.md", "# D\n\n## Part\n\nzorbex four\n", status="draft")
-    index.update("/old.md", 1, {}, b"# E\n\n## Part\n\nzorbex five\n", datetime(2020, 1, 1, tzinfo=UTC))
+    index.update(
+        "/old.md", 1, {}, b"# E\n\n## Part\n\nzorbex five\n", datetime(2020, 1, 1, tzinfo=UTC)
+    )
     return index
 
 
@@ -252,7 +342,9 @@ def test_limit_cuts_after_ordering(spread: SectionIndex) -> None:
         ("modified-after=2021-01-01,tag=wire", ["/docs/a.md", "/docsx/c.md"]),
     ],
 )
-def test_filters_judge_the_stored_document_fields(spread: SectionIndex, text: str, expected: list[str]) -> None:
+def test_filters_judge_the_stored_document_fields(
+    spread: SectionIndex, text: str, expected: list[str]
+) -> None:
     flt = parse_filter(text)
     assert paths(spread.search("zorbex", "/", limit=10, flt=flt)) == expected
 
@@ -261,9 +353,29 @@ def test_a_filter_that_rejects_most_candidates_still_fills_the_limit(index: Sect
     with index.bulk():
         for d in range(300):
             tags = "rare" if d % 100 == 7 else "common"
-            put(index, f"/many/d{d:03d}.md", f"# D{d}\n\n## Part\n\nzorbex {'zorbex ' * (d % 5)}\n", tags=tags)
+            put(
+                index,
+                f"/many/d{d:03d}.md",
+                f"# D{d}\n\n## Part\n\nzorbex {'zorbex ' * (d % 5)}\n",
+                tags=tags,
+            )
+    index.ranking = replace(index.ranking, candidates=20)  # most fetched rows fail the filter
     hits = index.search("zorbex", "/", limit=10, flt=Filter(tags=("rare",)))
     assert paths(hits) == ["/many/d007.md", "/many/d107.md", "/many/d207.md"]
+
+
+def test_a_wide_scope_whose_rows_rank_below_the_rest_still_fills_the_limit(
+    index: SectionIndex,
+) -> None:
+    with index.bulk():
+        for d in range(30):  # the scope holds most documents, with weak matches
+            put(index, f"/a/d{d:02d}.md", f"# D\n\n## Part\n\nzorbex {' '.join(FILLER)}\n")
+        for d in range(25):  # the strong matches sit outside it
+            put(index, f"/ab/d{d:02d}.md", "# D\n\n## Zorbex\n\nzorbex zorbex\n")
+    index.ranking = replace(index.ranking, candidates=20)  # the first fetch is all /ab rows
+    hits = index.search("zorbex", "/a", limit=10)
+    assert len(hits) == 10 and all(h.path.startswith("/a/") for h in hits)
+    assert len(index.search("zorbex", "/ab", limit=50)) == 25
 
 
 # --- snippets ----------------------------------------------------------------------------
@@ -271,7 +383,11 @@ def test_a_filter_that_rejects_most_candidates_still_fills_the_limit(index: Sect
 
 def test_snippets_are_one_line_of_at_most_240_bytes_around_the_match(index: SectionIndex) -> None:
     fill(index)
-    long_text = ("Ünïcödé wörds 🎉 fill | this `cell` line.\n" * 40) + "The zorbex is here.\n" + "tail words " * 80
+    long_text = (
+        ("Ünïcödé wörds 🎉 fill | this `cell` line.\n" * 40)
+        + "The zorbex is here.\n"
+        + "tail words " * 80
+    )
     put(index, "/long.md", "# Long\n\n## Part\n\n" + long_text)
     (hit,) = index.search("zorbex", "/", limit=1)
     assert "zorbex" in hit.snippet

@@ -11,4 +11,12 @@ from .base import Index, SectionHit, rebuild, reconcile
 from .query import Ranking, content_words
 from .sqlite import SectionIndex
 
-__all__ = ["Index", "Ranking", "SectionHit", "SectionIndex", "content_words", "rebuild", "reconcile"]
+__all__ = [
+    "Index",
+    "Ranking",
+    "SectionHit",
+    "SectionIndex",
+    "content_words",
+    "rebuild",
+    "reconcile",
+]
