@@ -7,10 +7,11 @@ of every failure comes from the error's class (see `errors.py`).
 from __future__ import annotations
 
 import base64
+import contextlib
 import logging
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -107,6 +108,7 @@ class Service(VerbMethods):
         self.clock = clock
         self.catalog = Catalog()
         self.index = index
+        self._defer_index = False
         self._lock = threading.RLock()
         for path in store.documents():
             self._refresh_catalog(path)
@@ -122,6 +124,19 @@ class Service(VerbMethods):
     def close(self) -> None:
         if self.index is not None:
             self.index.close()
+
+    @contextlib.contextmanager
+    def deferred_index(self) -> Iterator[None]:
+        """Skip the section index during a bulk load and bring it in step once at the end
+        (a world load publishes every old version; only current ones are searchable)."""
+        self._defer_index = True
+        try:
+            yield
+        finally:
+            self._defer_index = False
+            if self.index is not None:
+                with self.index.bulk():
+                    reconcile(self.index, self.store)
 
     # --- the seam -------------------------------------------------------------------------
 
@@ -181,7 +196,7 @@ class Service(VerbMethods):
     def _refresh(self, path: str) -> None:
         """Bring the catalog and the section index in step with the store after a write."""
         doc = self._refresh_catalog(path)
-        if self.index is None:
+        if self.index is None or self._defer_index:
             return
         if doc is None:
             self.index.remove(path)
@@ -213,9 +228,13 @@ class Service(VerbMethods):
             meta.pop("etag", None)
             meta["current-version"] = str(self.store.current_version(base))
             return Response(Status.OK, meta, doc.body)
-        if self.store.is_document(path):
+        try:
+            doc = self.store.read(path)
+        except NotFoundError:
+            doc = None
+        if doc is not None:
             self._check_read(token, path)
-            return self._document_response(self.store.read(path), request)
+            return self._document_response(doc, request)
         if self.store.is_directory(path):
             index = path.rstrip("/") + "/index.md"
             if self.store.is_document(index):
@@ -414,7 +433,7 @@ class Service(VerbMethods):
         if match not in ("catalog", "body"):
             raise BadRequestError(f"match `{match}` is unknown; use `catalog` (tags and titles) or `body` (section text)")
         scope = normalize_scope(request.path)
-        if match == "body" and self.index is not None:
+        if match == "body" and self.index is not None and terms != ["*"]:
             hits = self.index.search(query, scope, limit=limit, flt=flt, visible=self._readable(token))
             rows = [LookupRow(h.path, h.importance, h.title, h.tags, h.anchor, h.heading, h.snippet) for h in hits]
             body = render_lookup(query, scope, rows, body_match=True)

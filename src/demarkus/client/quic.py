@@ -156,7 +156,8 @@ class Client(VerbMethods):
         writer.write(data)
         writer.write_eof()
         self.requests_sent += 1
-        raw = await asyncio.wait_for(_read_response(reader), self._timeout)
+        async with asyncio.timeout(self._timeout):
+            raw = await _read_response(reader)
         try:
             return parse_response(raw)
         except BadRequestError as exc:

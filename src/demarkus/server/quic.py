@@ -87,7 +87,8 @@ class MarkServer:
                 )
             else:
                 try:
-                    data = await asyncio.wait_for(_read_request(reader), READ_TIMEOUT)
+                    async with asyncio.timeout(READ_TIMEOUT):
+                        data = await _read_request(reader)
                     request = parse_request(data)
                     verb, path = request.verb.value, request.path
                     response = self.service.handle(request)

@@ -43,6 +43,10 @@ from .versionfile import (
 logger = logging.getLogger(__name__)
 
 _LOCK_NAME = ".demarkus.lock"
+_CACHE_ENTRIES = 2048
+_CACHE_MAX_FILE = 256 * 1024
+"""Parsed version files kept in memory: a file is immutable until an archive flag flip,
+which replaces it (new inode), so (path, inode, mtime, size) identifies its bytes."""
 _KEY_RE = re.compile(r"[a-z0-9-]+")
 
 
@@ -101,6 +105,7 @@ class FileStore:
         self._lock = threading.Lock()
         self._by_hash: dict[str, frozenset[str]] = {}
         self._hash_of: dict[str, str] = {}
+        self._parsed: dict[tuple[str, int, int, int], StoredVersion] = {}
         with self._write_lock():
             self._recover_tree()
         for path in self.documents():
@@ -331,12 +336,29 @@ class FileStore:
             return document
 
     def _load(self, loc: Location, number: int) -> StoredVersion:
-        """Read and parse one version file.
+        """Read and parse one version file (parsed files are cached by inode and mtime).
 
         Raises:
             NotFoundError: the version file is missing.
             IntegrityError: it is damaged or names another version.
         """
+        file = loc.version_file(number)
+        try:
+            st = os.lstat(file)
+        except FileNotFoundError:
+            raise NotFoundError(_missing_version_message(loc, number)) from None
+        key = (str(file), st.st_ino, st.st_mtime_ns, st.st_size)
+        cached = self._parsed.get(key)
+        if cached is not None and cached.path == loc.path:
+            return cached
+        document = self._parse_file(loc, number)
+        if len(document.raw) <= _CACHE_MAX_FILE:
+            if len(self._parsed) >= _CACHE_ENTRIES:
+                self._parsed.clear()  # simple and bounded; a cold read costs one parse
+            self._parsed[key] = document
+        return document
+
+    def _parse_file(self, loc: Location, number: int) -> StoredVersion:
         try:
             raw, mtime = layout.read_version_file(loc, number)
         except FileNotFoundError:
@@ -406,19 +428,23 @@ class FileStore:
             if not layout.is_real_dir(versions_dir):
                 continue
             layout.remove_temps(versions_dir)
-            for name in sorted(layout.versioned_names(versions_dir)):
+            highest: dict[str, int] = {}
+            for name, number in layout.version_files(versions_dir):  # one listing per folder
+                highest[name] = max(number, highest.get(name, 0))
+            for name in sorted(highest):
                 path = layout.join(directory, name)
                 try:
-                    self._recover(self._locate(path))
+                    self._recover(self._locate(path), highest[name])
                 except (BadRequestError, NotFoundError, IntegrityError, OSError) as exc:
                     logger.warning("cannot recover %s: %s", path, exc)
 
-    def _recover(self, loc: Location) -> None:
+    def _recover(self, loc: Location, highest: int | None = None) -> None:
         """Roll the current symlink forward to the newest complete version file."""
-        highest = max(layout.version_numbers(loc), default=0)
+        current, flat = layout.current_link(loc)
+        if highest is None:
+            highest = _highest_after(loc, current) if not flat else max(layout.version_numbers(loc), default=0)
         if highest == 0:
             return
-        current, flat = layout.current_link(loc)
         if flat:
             # A crash between migrating a flat file and the swap leaves the same bytes twice.
             if self._load(loc, highest).body != layout.read_flat(loc.file):
@@ -427,6 +453,15 @@ class FileStore:
             return
         logger.warning("rolling %s forward from v%d to v%d", loc.path, current, highest)
         layout.swap_current(loc, highest)
+
+
+def _highest_after(loc: Location, current: int) -> int:
+    """The newest version file, probing upward from the current one (a crash may have
+    left a complete version whose symlink swap never happened)."""
+    highest = current
+    while os.path.lexists(loc.version_file(highest + 1)):
+        highest += 1
+    return highest
 
 
 def _current_or_zero(loc: Location) -> int:

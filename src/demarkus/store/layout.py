@@ -137,15 +137,15 @@ def version_numbers(loc: Location) -> list[int]:
     """Version numbers present in `versions/` for this name, ascending."""
     if not loc.name or not is_real_dir(loc.versions_dir):
         return []
-    return sorted(number for name, number in _version_files(loc.versions_dir) if name == loc.name)
+    return sorted(number for name, number in version_files(loc.versions_dir) if name == loc.name)
 
 
 def versioned_names(versions_dir: Path) -> set[str]:
     """Names that have at least one version file in this `versions/` folder."""
-    return {name for name, _number in _version_files(versions_dir)}
+    return {name for name, _number in version_files(versions_dir)}
 
 
-def _version_files(versions_dir: Path) -> Iterator[tuple[str, int]]:
+def version_files(versions_dir: Path) -> Iterator[tuple[str, int]]:
     for entry in os.listdir(versions_dir):
         match = _VERSION_NAME_RE.fullmatch(entry)
         if match and not entry.startswith("."):
