@@ -334,13 +334,14 @@ def world() -> None:
 
 
 async def _load_world_into(world_dir: Path, backend: Backend, token: str | None) -> str:
+    from rich.console import Console
     from rich.progress import Progress
 
     from .worlds import open_world
     from .worlds.loader import load_world
 
     frozen = open_world(world_dir)
-    with Progress(transient=not sys.stderr.isatty(), console=None) as bar:
+    with Progress(transient=not sys.stderr.isatty(), console=Console(stderr=True)) as bar:
         task = bar.add_task(f"loading {frozen.id}", total=frozen.documents_count)
         report = await load_world(frozen, backend, token=token, progress=lambda n: bar.advance(task, n))
     return (
@@ -366,7 +367,8 @@ def world_load(world_dir: Path, root: Path | None, url: str | None, token: str |
         if root is not None:
             root.mkdir(parents=True, exist_ok=True)
             service = Service.open(root, trusted=True)
-            message = await _load_world_into(world_dir, service, token)
+            with service.deferred_index():
+                message = await _load_world_into(world_dir, service, token)
             return message + "; " + _seed_graph(root, service, world_dir)
         assert url is not None
         async with Client(url, token=token, ca=ca, insecure=insecure) as client:
@@ -393,7 +395,8 @@ def demo(host: str, port: int, workdir: Path, log_json: bool) -> None:
     root.mkdir(parents=True, exist_ok=True)
     frozen = open_world(demo_world_path())
     service = Service.open(root, trusted=True)
-    message = _run(_load_world_into(demo_world_path(), service, None))
+    with service.deferred_index():
+        message = _run(_load_world_into(demo_world_path(), service, None))
     click.echo(message, err=True)
     read_only = Service(service.store)  # untrusted: readable by anyone, writes refused
 

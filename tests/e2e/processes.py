@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+import queue
 import re
-import selectors
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -18,17 +19,29 @@ DEMARKUS = [sys.executable, "-m", "demarkus"]
 
 
 def wait_for_line(proc: subprocess.Popen[str], pattern: re.Pattern[str], timeout: float = 60) -> re.Match[str]:
-    """Read stdout until a line matches; fail with what was printed if it never does."""
+    """Read stdout until a line matches; fail with what was printed if it never does.
+
+    A thread reads the pipe: select() on a buffered text stream misses lines that are
+    already in Python's buffer.
+    """
     assert proc.stdout is not None
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
     seen: list[str] = []
-    selector = selectors.DefaultSelector()
-    selector.register(proc.stdout, selectors.EVENT_READ)
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not selector.select(timeout=max(0.0, deadline - time.monotonic())):
-            break
-        line = proc.stdout.readline()
-        if not line:
+    while True:
+        try:
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            line = None
+        if line is None:
             break
         seen.append(line)
         found = pattern.search(line)
