@@ -1,6 +1,16 @@
 """Budgeted lookup expansion, shared by the local MCP server and the gateway."""
 
+from .evidence import MAX_FETCHES, MAX_RELATED, Selection, expand, select_evidence
 from .rows import Fetched, FetchFn, TableRow, table_rows
-from .baseline import MAX_FETCHES, expand
 
-__all__ = ["MAX_FETCHES", "Fetched", "FetchFn", "TableRow", "expand", "table_rows"]
+__all__ = [
+    "MAX_FETCHES",
+    "MAX_RELATED",
+    "Fetched",
+    "FetchFn",
+    "Selection",
+    "TableRow",
+    "expand",
+    "select_evidence",
+    "table_rows",
+]

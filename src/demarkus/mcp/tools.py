@@ -188,7 +188,8 @@ class Tools:
             extra["note"] = "answered from the catalog: this authority has no body match"
         text = envelope(response.status, response.metadata, response.text, keys=LOOKUP_KEYS, verbose=verbose, extra=extra)
         if budget > 0 and response.status == Status.OK:
-            text += await expand(response.text, query, budget, self._fetcher(target))
+            # The budget covers the whole result: envelope and table included.
+            text += await expand(text, query, budget, self._fetcher(target))
         return text
 
     def _fetcher(self, scope: Target):  # type: ignore[no-untyped-def]

@@ -1,0 +1,516 @@
+"""Budgeted evidence selection: the table plus the passages and the one typed hop a
+question needs, inside one token budget. Pure given a fetch function.
+
+The budget (o200k_base tokens) covers the WHOLE result: envelope, table, blocks, relation
+lines and notes. Output grammar, every line that starts with `>>> `:
+
+```
+>>> /a.md/v3#decision                                 a block: the evidence follows, then a blank line
+>>> /b.md/v1 (via /a.md/v3 supersedes)                a related block, headed with the relation
+>>> rel: /a.md/v3 supersedes /b.md                    one declared relation of an expanded document
+>>> /a.md/v3#hashes: within /a.md/v3#checks above     a row already shown by an earlier block
+>>> /c.md/v2#x: same text as /a.md/v3#y above         byte-identical text printed once
+>>> note: ...                                         failures, omissions, the closing count
+```
+The location of a frame is its first word; a block's text belongs to that location.
+
+Choices: a later row whose section ENCLOSES earlier blocks of its document prints only the
+part not yet shown, with `[#anchor shown above]` where an earlier block sits; a row whose
+whole range is already shown prints one `within` line. Related documents come only from
+the fetched documents' own `rel-*` metadata (no graph store), one hop, same authority.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..errors import DemarkusError
+from ..index.query import content_words
+from ..markdown import PREFERRED, Outline, Section, outline_text, parse_outline, parse_relations
+from ..protocol import parse_mark_url
+from ..tokens import count_tokens
+from .rows import Fetched, FetchFn, TableRow, table_rows
+
+MAX_FETCHES = 10
+MAX_RELATED = 3
+WHOLE_LIMIT = 8192
+OMITTED_SHOWN = 5
+SECTIONS_PER_DOCUMENT = 2
+"""Sections printed for a document reached without an anchor (large documents)."""
+
+FRAME = ">>>"
+
+
+# --- small pure pieces ------------------------------------------------------------------
+
+
+def _guard_frames(text: str) -> str:
+    return re.sub(r"(?m)^>>>", " >>>", text)
+
+
+def render_block(header: str, text: str) -> str:
+    return f"{FRAME} {header}\n\n{_guard_frames(text).strip(chr(10))}\n\n"
+
+
+def render_line(text: str) -> str:
+    return f"{FRAME} {text}\n"
+
+
+def term_count(text: str, terms: Sequence[str]) -> int:
+    """How many distinct query terms the text holds (prefix match at a word start)."""
+    lowered = text.lower()
+    return sum(1 for t in terms if re.search(r"(?<![^\W_])" + re.escape(t), lowered))
+
+
+@dataclass(slots=True)
+class _Doc:
+    """A fetched document and what of it is already on the page."""
+
+    location: str
+    """How rows name it: `/a.md` or `mark://world/a.md`."""
+    fetched: Fetched
+    outline: Outline
+    shown: list[tuple[int, int, str]] = field(default_factory=list)
+    relations_done: bool = False
+
+    def loc(self, anchor: str = "") -> str:
+        pinned = f"{self.location}/v{self.fetched.version}" if self.fetched.version else self.location
+        return f"{pinned}#{anchor}" if anchor else pinned
+
+    def covering(self, start: int, end: int) -> str | None:
+        for s, e, loc in self.shown:
+            if s <= start and end <= e:
+                return loc
+        return None
+
+    def uncovered(self, start: int, end: int, texts: dict[str, str]) -> tuple[str, list[tuple[int, int, str]], list[Section]]:
+        """The text of [start, end) with what is already on the page replaced by one-line
+        markers: earlier blocks of this document, and sections whose text is byte-identical
+        to one printed elsewhere. Also returns the elided ranges and the sections printed
+        in full (to remember their text)."""
+        body = self.fetched.body
+        elided: list[tuple[int, int, str]] = [
+            (s, e, f"[#{_anchor_of(loc)} shown above]") for s, e, loc in self.shown if s < end and start < e
+        ]
+        full: list[Section] = []
+        for section in self.outline.sections:
+            if not (start <= section.start and section.end <= end):
+                continue
+            if any(s <= section.start and section.end <= e for s, e, _ in elided):
+                continue
+            first = texts.get(_digest(body[section.start : section.end]))
+            if first is not None:
+                elided.append((section.start, section.end, f"[#{section.anchor}: same text as {first} above]"))
+                continue
+            own = texts.get(_digest(body[section.start : section.own_end]))
+            if own is not None and section.own_end > section.start:
+                elided.append((section.start, section.own_end, f"[#{section.anchor}: same text as {own} above]"))
+            full.append(section)
+        elided.sort()
+        pieces: list[str] = []
+        cursor = start
+        for s, e, marker in elided:
+            if s > cursor:
+                pieces.append(body[cursor:s].decode("utf-8", errors="replace"))
+            if e > cursor:
+                pieces.append(marker + "\n\n")
+            cursor = max(cursor, e)
+        if cursor < end:
+            pieces.append(body[cursor:end].decode("utf-8", errors="replace"))
+        printed = [sec for sec in full if not any(s < sec.own_end and sec.start < e for s, e, _ in elided)]
+        return "".join(pieces), elided, printed
+
+
+def _anchor_of(loc: str) -> str:
+    return loc.split("#", 1)[1] if "#" in loc else loc
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    """One way to show a row: a byte range with its anchor, or a synthetic text (outline)."""
+
+    anchor: str
+    start: int
+    end: int
+    text: str | None = None
+    note: str = ""
+
+
+def _whole_h1(outline: Outline) -> Section | None:
+    if not outline.sections:
+        return None
+    first = outline.sections[0]
+    if first.level == 1 and first.end == len(outline.body) and not outline.body[: first.start].strip():
+        return first
+    return None
+
+
+def _sections_by_terms(outline: Outline, terms: Sequence[str]) -> list[Section]:
+    """Sections whose own text (and heading) holds the most query terms, best first."""
+    if not terms:
+        return []
+    scored: list[tuple[int, int, Section]] = []
+    for index, section in enumerate(outline.sections):
+        text = outline.own_text(section).decode("utf-8", errors="replace")
+        count = term_count(text, terms)
+        if count:
+            scored.append((-count, index, section))
+    scored.sort(key=lambda item: (item[0], item[1]))
+    if not scored:
+        return []
+    best = -scored[0][0]
+    floor = max(1, best - 1)
+    return [s for negcount, _, s in scored if -negcount >= floor][:SECTIONS_PER_DOCUMENT]
+
+
+def candidates_for(doc: _Doc, anchor: str, terms: Sequence[str]) -> list[list[_Candidate]] | str:
+    """How to show a document or one of its sections, as groups of alternatives: each group
+    prints its first alternative that fits. A string is a note (unknown anchor)."""
+    outline = doc.outline
+    if anchor:
+        section = outline.find(anchor)
+        if section is None:
+            return f"{doc.location}: section #{anchor} not found"
+        whole = _Candidate(section.anchor, section.start, section.end)
+        if section.own_end < section.end:  # fallback: the section without its sub-sections
+            subs = [s.anchor for s in outline.sections if s.parent == section.anchor]
+            note = "[sub-sections not shown: " + ", ".join(f"#{a}" for a in subs) + "]"
+            return [[whole, _Candidate(section.anchor, section.start, section.own_end, note=note)]]
+        return [[whole]]
+    body = doc.fetched.body
+    matching = _sections_by_terms(outline, terms)
+    if len(body) < WHOLE_LIMIT:
+        # whole when it fits, else the section holding the most query terms
+        h1 = _whole_h1(outline)
+        whole = _Candidate(h1.anchor if h1 else "", 0, len(body))
+        return [[whole, *(_Candidate(s.anchor, s.start, s.own_end) for s in matching)]]
+    if matching:
+        return [[_Candidate(s.anchor, s.start, s.own_end)] for s in matching]
+    return [[_Candidate("", 0, 0, text=outline_text(outline) or "(document has no headings)")]]
+
+
+# --- the selection ----------------------------------------------------------------------
+
+
+@dataclass
+class _Page:
+    """Everything printed so far, and the bookkeeping the closing notes report.
+
+    Budget exactness: every part ends with a newline and the next starts with `>>>`, a
+    boundary no o200k pre-token crosses, so token counts add up part by part. A part is
+    added only if the result still fits with the longest form of the closing notes; the
+    final text then lists as many omissions (at most OMITTED_SHOWN) as the budget allows,
+    and is counted whole once more to be sure.
+    """
+
+    head: str
+    budget: int
+    head_tokens: int = 0
+    """Tokens of the head plus the blank line that opens the expansion."""
+    parts: list[str] = field(default_factory=list)
+    costs: list[int] = field(default_factory=list)
+    omitted: list[str] = field(default_factory=list)
+    expanded_rows: int = 0
+    related: int = 0
+    rows: int = 0
+    fetch_limited: int = 0
+    may_hit_fetch_limit: bool = False
+    texts: dict[str, str] = field(default_factory=dict)
+    """sha256 of printed evidence text -> first location."""
+
+    def __post_init__(self) -> None:
+        self.head_tokens = count_tokens(self.head + "\n")
+
+    def _notes(self, listed: int, *, reserve: bool = False) -> str:
+        lines: list[str] = []
+        if self.omitted or reserve:
+            count = max(len(self.omitted), 99 if reserve else 0)
+            shown = self.omitted[:listed]
+            more = count - len(shown)
+            items = ", ".join(shown) + (f" +{more} more" if shown and more else f"{more} blocks" if not shown else "")
+            lines.append(render_line(f"note: did not fit: {items}"))
+        if self.fetch_limited or (reserve and self.may_hit_fetch_limit):
+            count = max(self.fetch_limited, 99 if reserve else 0)
+            lines.append(render_line(f"note: fetch limit of {MAX_FETCHES} documents reached; {count} later rows not fetched"))
+        return "".join(lines)
+
+    def _closing(self, used: int, *, reserve: bool = False) -> str:
+        related = MAX_RELATED if reserve else self.related
+        expanded = self.rows if reserve else self.expanded_rows
+        clause = f" and {related} related document{'s' if related != 1 else ''}" if related else ""
+        return render_line(f"note: expanded {expanded} of {self.rows} rows{clause}; used {used} of {self.budget} tokens")
+
+    @functools.cached_property
+    def _reserve(self) -> int:
+        return count_tokens(self._notes(0, reserve=True)) + count_tokens(self._closing(999_999, reserve=True))
+
+    def reserved(self) -> int:
+        """Tokens the closing notes may need at most (their longest form)."""
+        return self._reserve
+
+    def fits(self, extra: str) -> bool:
+        return self.head_tokens + sum(self.costs) + count_tokens(extra) + self.reserved() <= self.budget
+
+    def add(self, extra: str) -> bool:
+        if self.fits(extra):
+            self.parts.append(extra)
+            self.costs.append(count_tokens(extra))
+            return True
+        return False
+
+    def _assemble(self, listed: int) -> tuple[str, int]:
+        body = "\n" + "".join(self.parts) + self._notes(listed)
+        used = self.head_tokens + sum(self.costs) + count_tokens(self._notes(listed))
+        for _ in range(3):  # the count includes the line stating it; settle the number
+            closing = self._closing(used)
+            settled = self.head_tokens + sum(self.costs) + count_tokens(self._notes(listed)) + count_tokens(closing)
+            if settled == used:
+                break
+            used = settled
+        text = body + self._closing(used)
+        return text, count_tokens(self.head + text)
+
+    def text(self) -> str:
+        for listed in range(min(OMITTED_SHOWN, len(self.omitted)), -1, -1):
+            text, total = self._assemble(listed)
+            if total <= self.budget:
+                return text
+        return text
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """What one expansion did: the text, and the facts its tests and benches check."""
+
+    text: str
+    fetched: tuple[str, ...]
+    """Locations fetched, in order (each at most once)."""
+    related: tuple[str, ...]
+    """Related documents that printed evidence (one hop)."""
+    expanded_rows: int
+    omitted: tuple[str, ...]
+    fetch_limited: int
+
+
+class _Fetcher:
+    """At most MAX_FETCHES documents, each fetched once, failures remembered."""
+
+    def __init__(self, fetch: FetchFn) -> None:
+        self._fetch = fetch
+        self.docs: dict[str, _Doc | str] = {}
+        self.count = 0
+        self.order: list[str] = []
+
+    def known(self, location: str) -> bool:
+        return location in self.docs
+
+    def exhausted(self) -> bool:
+        return self.count >= MAX_FETCHES
+
+    async def get(self, location: str) -> _Doc | str:
+        if location in self.docs:
+            return self.docs[location]
+        self.count += 1
+        self.order.append(location)
+        try:
+            fetched = await self._fetch(location)
+        except DemarkusError as exc:
+            self.docs[location] = f"{location}: {exc}"
+        else:
+            self.docs[location] = _Doc(location, fetched, parse_outline(fetched.body))
+        return self.docs[location]
+
+
+def _authority_prefix(location: str) -> str:
+    if location.lower().startswith("mark://"):
+        return parse_mark_url(location).authority
+    return ""
+
+
+def _relation_lines(doc: _Doc) -> tuple[list[str], list[tuple[str, str, str]]]:
+    """One line per declared relation; plus (predicate, fetch location, fragment) of
+    same-authority targets, in preference order."""
+    prefix = _authority_prefix(doc.location)
+    base = doc.location
+    relations, _ = parse_relations(doc.fetched.metadata, base)
+    lines: list[str] = []
+    follow: list[tuple[str, str, str]] = []
+    for rel in relations:
+        target = rel.target + (f"#{rel.fragment}" if rel.fragment else "")
+        shown = target if rel.authority else prefix + target if prefix else target
+        lines.append(render_line(f"rel: {doc.loc()} {rel.predicate} {shown}"))
+        if rel.authority is None and rel.predicate in PREFERRED:
+            follow.append((rel.predicate, prefix + rel.target, rel.fragment))
+    follow.sort(key=lambda item: PREFERRED.index(item[0]))
+    return lines, follow
+
+
+def _show(page: _Page, doc: _Doc, groups: list[list[_Candidate]], suffix: str = "") -> tuple[bool, int]:
+    """Print each group's first alternative that fits. Returns whether anything of the
+    document is now on the page for this row, and the tokens of the smallest block that
+    did not fit (for the omission note)."""
+    shown_any = False
+    missing = 0
+    for group in groups:
+        costs: list[int] = []
+        for cand in group:
+            outcome = _show_one(page, doc, cand, suffix)
+            if isinstance(outcome, bool):
+                shown_any = shown_any or outcome
+                break
+            costs.append(outcome)
+        else:
+            missing = min(costs) if not missing else min(missing, *costs)
+    return shown_any, missing
+
+
+def _show_one(page: _Page, doc: _Doc, cand: _Candidate, suffix: str) -> bool | int:
+    """True when the candidate (or a line standing for it) is on the page, False when it
+    is covered but even that line did not fit, else the tokens its block would need."""
+    loc = doc.loc(cand.anchor)
+    if cand.text is not None:
+        block = render_block(loc + suffix, cand.text)
+        return True if page.add(block) else count_tokens(block)
+    covered = doc.covering(cand.start, cand.end)
+    if covered is not None:
+        return page.add(render_line(f"{loc}: within {covered} above"))
+    digest = _digest(doc.fetched.body[cand.start : cand.end])
+    if digest in page.texts:
+        return page.add(render_line(f"{loc}: same text as {page.texts[digest]} above"))
+    text, elided, printed = doc.uncovered(cand.start, cand.end, page.texts)
+    if cand.note:
+        text = text.rstrip("\n") + "\n\n" + cand.note + "\n"
+    block = render_block(loc + suffix, text)
+    if not page.add(block):
+        return count_tokens(block)
+    doc.shown.append((cand.start, cand.end, loc))
+    if not elided:
+        page.texts.setdefault(digest, loc)
+    body = doc.fetched.body
+    for section in printed:  # their own text is on the page; the subtree too unless elided
+        page.texts.setdefault(_digest(body[section.start : section.own_end]), doc.loc(section.anchor))
+        if not any(s < section.end and section.start < e for s, e, _ in elided):
+            page.texts.setdefault(_digest(body[section.start : section.end]), doc.loc(section.anchor))
+    return True
+
+
+async def expand(head: str, query: str, budget: int, fetch: FetchFn) -> str:
+    """The text to append after `head` (envelope + table); "" when the budget is 0."""
+    if budget <= 0:
+        return ""
+    return (await select_evidence(head, query, budget, fetch)).text
+
+
+async def select_evidence(head: str, query: str, budget: int, fetch: FetchFn) -> Selection:
+    """Choose the evidence to append after `head` (envelope + table) within `budget`."""
+    rows = table_rows(head)
+    terms = content_words(query)
+    page = _Page(head=head, budget=budget, rows=len(rows))
+    head_tokens = count_tokens(head)
+    fetcher = _Fetcher(fetch)
+    page.may_hit_fetch_limit = len({row.path for row in rows}) > MAX_FETCHES
+    if page.head_tokens + page.reserved() > budget:
+        note = await _table_too_large(head_tokens, budget, rows, fetcher, terms)
+        if head_tokens <= budget and count_tokens(head + note) > budget:
+            note = ""  # the table fits and nothing else does: the result stays within the budget
+        return Selection(note, tuple(fetcher.order), (), 0, (), 0)
+
+    in_table = {row.path for row in rows}
+    order: list[_Doc] = []
+    for row in rows:
+        if not fetcher.known(row.path) and fetcher.exhausted():
+            page.fetch_limited += 1
+            continue
+        got = await fetcher.get(row.path)
+        if isinstance(got, str):
+            if got not in page.parts:
+                page.add(render_line(f"note: {got}"))
+            continue
+        candidates = candidates_for(got, row.anchor, terms)
+        if isinstance(candidates, str):
+            page.add(render_line(f"note: {candidates}"))
+            continue
+        printed, cost = _show(page, got, candidates)
+        if printed:
+            page.expanded_rows += 1
+            if got not in order:
+                order.append(got)
+            _print_relations(page, got)
+        else:
+            page.omitted.append(f"{row.path}{'#' + row.anchor if row.anchor else ''} (~{cost} tokens)")
+
+    related = await _related_hop(page, order, in_table, fetcher, terms)
+    return Selection(page.text(), tuple(fetcher.order), tuple(related), page.expanded_rows, tuple(page.omitted), page.fetch_limited)
+
+
+def _print_relations(page: _Page, doc: _Doc) -> None:
+    if doc.relations_done:
+        return
+    doc.relations_done = True
+    lines, _ = _relation_lines(doc)
+    if lines and not page.add("".join(lines)):
+        page.add(render_line(f"rel: {doc.loc()} declares {len(lines)} relations; fetch it to see them"))
+
+
+async def _related_hop(page: _Page, order: list[_Doc], in_table: set[str], fetcher: _Fetcher, terms: Sequence[str]) -> list[str]:
+    """Up to MAX_RELATED same-authority targets of the expanded documents, one hop."""
+    seen: set[str] = set()
+    expanded: list[str] = []
+    for doc in order:
+        if page.related >= MAX_RELATED:
+            break
+        _, follow = _relation_lines(doc)
+        for predicate, location, fragment in follow:
+            if page.related >= MAX_RELATED:
+                break
+            if location in in_table or location in seen:
+                continue
+            seen.add(location)
+            if not fetcher.known(location) and fetcher.exhausted():
+                page.fetch_limited += 1
+                continue
+            got = await fetcher.get(location)
+            if isinstance(got, str):
+                page.add(render_line(f"note: {got}"))
+                continue
+            candidates = candidates_for(got, fragment, terms)
+            if isinstance(candidates, str):
+                page.add(render_line(f"note: {candidates}"))
+                continue
+            suffix = f" (via {doc.loc()} {predicate})"
+            printed, cost = _show(page, got, candidates, suffix)
+            if printed:
+                page.related += 1
+                expanded.append(location)
+                _print_relations(page, got)
+            else:
+                page.omitted.append(f"{location}{'#' + fragment if fragment else ''} (~{cost} tokens)")
+    return expanded
+
+
+async def _table_too_large(head_tokens: int, budget: int, rows: list[TableRow], fetcher: _Fetcher, terms: Sequence[str]) -> str:
+    """Say in one line that the table leaves no room, with the budget that would show the
+    top row's evidence."""
+    need = head_tokens + 60
+    if rows:
+        got = await fetcher.get(rows[0].path)
+        if isinstance(got, _Doc):
+            candidates = candidates_for(got, rows[0].anchor, terms)
+            if not isinstance(candidates, str) and candidates:
+                cand = candidates[0][-1]
+                text = cand.text or got.fetched.body[cand.start : cand.end].decode("utf-8", errors="replace")
+                need += count_tokens(render_block(got.loc(cand.anchor), text))
+    first = f"{rows[0].path}{'#' + rows[0].anchor if rows[0].anchor else ''}" if rows else "a row"
+    size = f"over the budget of {budget}" if head_tokens > budget else f"of the budget of {budget}, leaving no room for evidence"
+    return "\n" + render_line(
+        f"note: the table alone is {head_tokens} tokens, {size}; "
+        f"raise the budget to {need} for the top row's evidence, or fetch {first}"
+    )

@@ -1,0 +1,273 @@
+"""Budgeted evidence selection: properties over generated worlds, and worked examples."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from demarkus.errors import NotFoundError, TransportError
+from demarkus.expand import Fetched
+from demarkus.expand.evidence import MAX_FETCHES, MAX_RELATED, Selection, select_evidence
+from demarkus.mcp.text import envelope
+from demarkus.render import LookupRow, render_lookup
+from demarkus.tokens import count_tokens
+
+WORDS = ["retention", "snapshot", "quorum", "lease", "audit", "restore", "hashes", "segment", "voter", "backoff"]
+
+
+@dataclass(frozen=True)
+class World:
+    docs: dict[str, tuple[str, dict[str, str]]]
+
+    async def fetch(self, location: str, log: list[str]) -> Fetched:
+        log.append(location)
+        if location.startswith("mark://"):
+            raise AssertionError(f"fetched on another authority: {location}")
+        if location not in self.docs:
+            raise NotFoundError(f"no document at {location}")
+        body, meta = self.docs[location]
+        return Fetched(location, body.encode(), 3, meta)
+
+
+def head_for(rows: list[tuple[str, str]], query: str = "q") -> str:
+    table = render_lookup(
+        query, "/",
+        [LookupRow(path, 0.8, "Fixture", ("graph",), anchor=anchor, heading="H" if anchor else "", snippet="s") for path, anchor in rows],
+        body_match=True,
+    )
+    return envelope("ok", {"matches": str(len(rows)), "match": "body"}, table, keys=("matches", "match"))
+
+
+def run(world: World, rows: list[tuple[str, str]], budget: int, query: str = "q") -> tuple[str, Selection, list[str]]:
+    log: list[str] = []
+    head = head_for(rows, query)
+    selection = asyncio.run(select_evidence(head, query, budget, lambda loc: world.fetch(loc, log)))
+    return head, selection, log
+
+
+# --- generated worlds -------------------------------------------------------------------
+
+
+@st.composite
+def worlds(draw: st.DrawFn) -> tuple[World, list[tuple[str, str]], int, str]:
+    count = draw(st.integers(2, 7))
+    paths = [f"/d{i}.md" for i in range(count)]
+    shared = draw(st.booleans())
+    docs: dict[str, tuple[str, dict[str, str]]] = {}
+    anchors: dict[str, list[str]] = {}
+    for i, path in enumerate(paths):
+        sections = draw(st.integers(1, 4))
+        parts = [f"# Doc {i}\n\nOpening of doc {i}. marker-{i}-open\n\n"]
+        names = [f"doc-{i}"]
+        for j in range(sections):
+            level = draw(st.integers(2, 3))
+            word = draw(st.sampled_from(WORDS))
+            filler = " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=30)))
+            if shared and j == 0 and i < 2:
+                parts.append("## Shared\n\nThe same words in two places. marker-shared\n\n")
+                names.append("shared")
+                continue
+            parts.append(f"{'#' * level} {word.title()} {j}\n\n{filler}. marker-{i}-{j}\n\n")
+            names.append(f"{word}-{j}")
+        rels: dict[str, str] = {}
+        for predicate in draw(st.lists(st.sampled_from(["supersedes", "depends-on", "related", "derived-from"]), max_size=2, unique=True)):
+            target = draw(st.sampled_from(paths + ["/missing.md", "mark://other.world/x.md"]))
+            if target != path:
+                rels[f"rel-{predicate}"] = target
+        docs[path] = ("".join(parts), rels)
+        anchors[path] = names
+    row_paths = draw(st.lists(st.sampled_from(paths + ["/missing.md"]), min_size=1, max_size=14))
+    rows = []
+    for path in row_paths:
+        names = anchors.get(path, ["nope"])
+        anchor = draw(st.sampled_from(["", *names, "unknown-anchor"]))
+        rows.append((path, anchor))
+    budget = draw(st.integers(40, 4000))
+    query = " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=4)))
+    return World(docs), rows, budget, query
+
+
+FAST = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@FAST
+@given(worlds())
+def test_whole_result_stays_within_the_budget_whenever_the_table_fits(case):
+    world, rows, budget, query = case
+    head, selection, _ = run(world, rows, budget, query)
+    if count_tokens(head) <= budget:
+        assert count_tokens(head + selection.text) <= budget
+
+
+@FAST
+@given(worlds())
+def test_no_text_is_printed_twice(case):
+    world, rows, budget, query = case
+    _, selection, _ = run(world, rows, budget, query)
+    for marker in set(re.findall(r"marker-[\w-]+", selection.text)):
+        assert selection.text.count(marker + "\n") <= 1, marker
+
+
+@FAST
+@given(worlds())
+def test_fetches_stay_on_the_authority_and_within_the_bound(case):
+    world, rows, budget, query = case
+    _, selection, log = run(world, rows, budget, query)
+    assert len(log) <= MAX_FETCHES
+    assert len(log) == len(set(log))
+    assert all(not loc.startswith("mark://") for loc in log)
+    assert list(selection.fetched) == log
+
+
+@FAST
+@given(worlds())
+def test_related_documents_are_one_hop_and_at_most_three(case):
+    world, rows, budget, query = case
+    _, selection, log = run(world, rows, budget, query)
+    assert len(selection.related) <= MAX_RELATED
+    in_table = {path for path, _ in rows}
+    expanded_direct = {m for m in re.findall(r"^>>> (/d\d+\.md)/v3", selection.text, re.M)} & in_table
+    for location in log:
+        if location in in_table:
+            continue
+        parents = [p for p in expanded_direct if location in world.docs.get(p, ("", {}))[1].values()]
+        assert parents, f"{location} was fetched without an expanded table document relating to it"
+
+
+@FAST
+@given(worlds())
+def test_output_is_deterministic(case):
+    world, rows, budget, query = case
+    assert run(world, rows, budget, query)[1] == run(world, rows, budget, query)[1]
+
+
+@FAST
+@given(worlds())
+def test_the_top_row_prints_first_whenever_its_block_fits(case):
+    world, rows, budget, query = case
+    top_path, top_anchor = rows[0]
+    if top_path not in world.docs:
+        return
+    head, selection, _ = run(world, rows, 100_000, query)
+    frames = re.findall(r"^>>> (\S+)", selection.text, re.M)
+    first_block = frames[0] if frames else ""
+    if top_anchor == "unknown-anchor":
+        return
+    block_cost = count_tokens(selection.text.split(">>> ", 2)[1]) if frames else 0
+    if count_tokens(head) + block_cost + 120 <= budget:
+        _, small, _ = run(world, rows, budget, query)
+        assert re.findall(r"^>>> (\S+)", small.text, re.M)[0] == first_block
+        assert first_block.startswith(top_path + "/v3")
+
+
+@FAST
+@given(worlds())
+def test_every_row_is_shown_noted_or_counted(case):
+    world, rows, budget, query = case
+    head, selection, _ = run(world, rows, budget, query)
+    if count_tokens(head) > budget or not selection.text:
+        return
+    text = selection.text
+    closing = re.search(r"expanded (\d+) of (\d+) rows", text)
+    assert closing and int(closing.group(2)) == len(rows)
+    assert int(closing.group(1)) == selection.expanded_rows
+    failed = sum(1 for path, anchor in rows if path not in world.docs or anchor == "unknown-anchor")
+    accounted = selection.expanded_rows + failed + selection.fetch_limited + len(selection.omitted)
+    assert accounted >= len(rows)
+    omitted_note = re.search(r"did not fit: (.*)", text)
+    if selection.omitted:
+        assert omitted_note, text
+        listed = [item for item in omitted_note.group(1).split(", ") if "tokens)" in item]
+        more = re.search(r"\+(\d+) more|(\d+) blocks", omitted_note.group(1))
+        counted = len(listed) + (int(more.group(1) or more.group(2)) if more else 0)
+        assert counted == len(selection.omitted)
+
+
+# --- worked examples --------------------------------------------------------------------
+
+CHAIN = World({
+    "/adr/3.md": ("# ADR 3\n\nUse SQLite. It holds 2,000 jobs per second.\n", {"rel-superseded-by": "/adr/7.md"}),
+    "/adr/7.md": ("# ADR 7\n\nUse a segment log. It holds 18,000 jobs per second.\n", {"rel-supersedes": "/adr/3.md", "rel-superseded-by": "/adr/12.md"}),
+    "/adr/12.md": ("# ADR 12\n\nReplicate the log with Raft across 3 voters.\n", {"rel-supersedes": "/adr/7.md"}),
+    "/ops/restore.md": ("# Restore\n\n## Steps\n\nRun the quorum check first.\n", {"rel-depends-on": "/ops/health.md#quorum-check, mark://partner.world/spec.md"}),
+    "/ops/health.md": ("# Health\n\n## Lag\n\nLag under 1,000 entries.\n\n## Quorum check\n\nTwo of three voters must answer.\n", {}),
+})
+
+
+def test_a_supersession_chain_brings_in_the_successor_headed_with_its_relation():
+    _, selection, log = run(CHAIN, [("/adr/7.md", "")], 1500, "segment log jobs")
+    text = selection.text
+    assert text.startswith("\n>>> /adr/7.md/v3#adr-7\n\n# ADR 7\n")
+    assert ">>> rel: /adr/7.md/v3 supersedes /adr/3.md\n" in text
+    assert ">>> rel: /adr/7.md/v3 superseded-by /adr/12.md\n" in text
+    assert ">>> /adr/3.md/v3#adr-3 (via /adr/7.md/v3 supersedes)\n\n# ADR 3\n" in text
+    assert ">>> /adr/12.md/v3#adr-12 (via /adr/7.md/v3 superseded-by)\n" in text
+    assert ">>> rel: /adr/12.md/v3 supersedes /adr/7.md\n" in text
+    assert log == ["/adr/7.md", "/adr/3.md", "/adr/12.md"]
+    assert "expanded 1 of 1 rows and 2 related documents" in text
+
+
+def test_a_dependency_on_a_section_prints_that_section_and_keeps_the_cross_authority_line():
+    _, selection, log = run(CHAIN, [("/ops/restore.md", "steps")], 1500, "restore quorum")
+    text = selection.text
+    assert ">>> /ops/health.md/v3#quorum-check (via /ops/restore.md/v3 depends-on)\n\n## Quorum check\n\nTwo of three voters must answer.\n" in text
+    assert "Lag under" not in text
+    assert ">>> rel: /ops/restore.md/v3 depends-on mark://partner.world/spec.md\n" in text
+    assert all(not loc.startswith("mark://") for loc in log)
+
+
+def test_a_related_target_already_in_the_table_is_not_fetched_twice():
+    _, selection, log = run(CHAIN, [("/adr/7.md", ""), ("/adr/3.md", "")], 1500)
+    assert log == ["/adr/7.md", "/adr/3.md", "/adr/12.md"]
+    assert "(via /adr/7.md/v3 supersedes)" not in selection.text
+    assert selection.related == ("/adr/12.md",)
+
+
+def test_a_fetch_that_fails_is_a_note_and_the_next_row_still_expands():
+    class Flaky(World):
+        async def fetch(self, location: str, log: list[str]) -> Fetched:
+            if location == "/adr/3.md":
+                log.append(location)
+                raise TransportError("mark://demo did not answer FETCH /adr/3.md")
+            return await super().fetch(location, log)
+
+    _, selection, _ = run(Flaky(CHAIN.docs), [("/adr/3.md", ""), ("/adr/12.md", "")], 1500)
+    assert selection.text.startswith("\n>>> note: /adr/3.md: mark://demo did not answer FETCH /adr/3.md\n>>> /adr/12.md/v3#adr-12\n")
+
+
+def test_a_tight_budget_where_only_the_table_fits_says_so_with_both_numbers():
+    rows = [("/adr/7.md", ""), ("/adr/3.md", "")]
+    head = head_for(rows)
+    table_tokens = count_tokens(head)
+    _, selection, _ = run(CHAIN, rows, table_tokens - 5)
+    assert selection.text.startswith(f"\n>>> note: the table alone is {table_tokens} tokens, over the budget of {table_tokens - 5}; raise the budget to ")
+    assert "or fetch /adr/7.md" in selection.text
+
+
+def test_nested_rows_coalesce_into_one_copy_of_each_byte_range():
+    world = World({"/r.md": ("# R\n\n## Checks\n\nVerify.\n\n### Hashes\n\nUse sha256.\n", {})})
+    _, selection, _ = run(world, [("/r.md", "hashes"), ("/r.md", "checks"), ("/r.md", "hashes")], 1500)
+    text = selection.text
+    assert text.count("Use sha256.") == 1
+    assert ">>> /r.md/v3#checks\n\n## Checks\n\nVerify.\n\n[#hashes shown above]\n" in text
+    assert ">>> /r.md/v3#hashes: within /r.md/v3#hashes above\n" in text
+
+
+def test_identical_text_on_two_documents_prints_once_with_both_locations():
+    body = "# Policy\n\nKeep backups for 30 days.\n"
+    world = World({"/a.md": (body, {}), "/b.md": (body, {})})
+    _, selection, _ = run(world, [("/a.md", ""), ("/b.md", "")], 1500)
+    assert selection.text.count("Keep backups for 30 days.") == 1
+    assert ">>> /b.md/v3#policy: same text as /a.md/v3#policy above\n" in selection.text
+
+
+@pytest.mark.parametrize("budget", [0, -3])
+def test_no_budget_means_no_expansion(budget: int):
+    from demarkus.expand.evidence import expand
+
+    assert asyncio.run(expand(head_for([("/adr/7.md", "")]), "q", budget, lambda loc: CHAIN.fetch(loc, []))) == ""
