@@ -171,9 +171,21 @@ def _sections_by_terms(outline: Outline, terms: Sequence[str]) -> list[Section]:
     return [s for negcount, _, s in scored if -negcount >= floor][:SECTIONS_PER_DOCUMENT]
 
 
-def candidates_for(doc: _Doc, anchor: str, terms: Sequence[str]) -> list[list[_Candidate]] | str:
+def _opening(outline: Outline, terms: Sequence[str]) -> Section | None:
+    """The first section with text of its own (an abstract, a summary), when it holds a
+    query term: a document reached by a relation says first what it is."""
+    ordered = [s for s in outline.sections if s.level > 1] + [s for s in outline.sections if s.level == 1]
+    for section in ordered:  # below the title first: a title's own text is often a header block
+        text = outline.own_text(section)
+        if text[section.heading_end - section.start :].strip():
+            return section if term_count(text.decode("utf-8", errors="replace"), terms) else None
+    return None
+
+
+def candidates_for(doc: _Doc, anchor: str, terms: Sequence[str], *, related: bool = False) -> list[list[_Candidate]] | str:
     """How to show a document or one of its sections, as groups of alternatives: each group
-    prints its first alternative that fits. A string is a note (unknown anchor)."""
+    prints its first alternative that fits. A string is a note (unknown anchor). A related
+    document without anchor leads with its opening section when that holds a query term."""
     outline = doc.outline
     if anchor:
         section = outline.find(anchor)
@@ -187,6 +199,9 @@ def candidates_for(doc: _Doc, anchor: str, terms: Sequence[str]) -> list[list[_C
         return [[whole]]
     body = doc.fetched.body
     matching = _sections_by_terms(outline, terms)
+    opening = _opening(outline, terms) if related else None
+    if opening is not None:
+        matching = [opening, *(s for s in matching if s is not opening)][:SECTIONS_PER_DOCUMENT]
     if len(body) < WHOLE_LIMIT:
         # whole when it fits, else the section holding the most query terms
         h1 = _whole_h1(outline)
@@ -481,7 +496,7 @@ async def _related_hop(page: _Page, order: list[_Doc], in_table: set[str], fetch
             if isinstance(got, str):
                 page.add(render_line(f"note: {got}"))
                 continue
-            candidates = candidates_for(got, fragment, terms)
+            candidates = candidates_for(got, fragment, terms, related=True)
             if isinstance(candidates, str):
                 page.add(render_line(f"note: {candidates}"))
                 continue
