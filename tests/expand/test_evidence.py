@@ -271,3 +271,14 @@ def test_no_budget_means_no_expansion(budget: int):
     from demarkus.expand.evidence import expand
 
     assert asyncio.run(expand(head_for([("/adr/7.md", "")]), "q", budget, lambda loc: CHAIN.fetch(loc, []))) == ""
+
+
+def test_a_large_related_document_leads_with_its_opening_section():
+    filler = "".join(f"## Detail {i}\n\n" + "Exception groups detail text. " * 40 + "\n\n" for i in range(8))
+    big = "# PEP 654\n\n## Abstract\n\nThis document introduces exception groups and except star.\n\n" + filler
+    world = World({
+        "/notes.md": ("# Notes\n\nNotes on exceptions.\n", {"rel-depends-on": "/groups.md"}),
+        "/groups.md": (big, {}),
+    })
+    _, selection, _ = run(world, [("/notes.md", "")], 1500, "exception groups")
+    assert ">>> /groups.md/v3#abstract (via /notes.md/v3 depends-on)\n\n## Abstract\n\nThis document introduces exception groups" in selection.text
