@@ -496,3 +496,8 @@ def index_rebuild(root: Path) -> None:
     finally:
         index.close()
     click.echo(f"indexed {sections} sections of {len(store.documents())} documents", err=True)
+
+
+from .eval.cli import eval_group  # noqa: E402  (the group imports this module's siblings)
+
+main.add_command(eval_group)

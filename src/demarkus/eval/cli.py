@@ -1,0 +1,94 @@
+"""`demarkus eval`: run, compare, compare-policies, side-by-side."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import click
+
+from . import compare as rules
+from .report import load_report
+
+
+@click.group(name="eval")
+def eval_group() -> None:
+    """Answer-bench runs over a frozen world, and their comparisons."""
+
+
+@eval_group.command(name="run")
+@click.option("--world", "world", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="A frozen world folder (manifest.json, corpus.jsonl, questions.json, rubric.json).")
+@click.option("--output", required=True, type=click.Path(path_type=Path), help="A new directory for the report.")
+@click.option("--reader", type=click.Choice(["oracle", "openai"]), default="oracle", show_default=True)
+@click.option("--policy", default="graph-section-first-v1", show_default=True,
+              type=click.Choice(["graph-section-first-v1", "graph-budget-first-v1"]))
+@click.option("--steps", default=8, show_default=True, help="Model turns per attempt (the last one answers).")
+@click.option("--timeout", default=180.0, show_default=True, help="Seconds per attempt.")
+@click.option("--repeats", default=1, show_default=True)
+@click.option("--case", default=None, help="Only this question id (smoke run).")
+@click.option("--mcp-bin", default=None, help="The `demarkus` executable whose `mcp` command serves the tools "
+              "(default: this installation), e.g. the v0.1.0 baseline venv's bin/demarkus.")
+@click.option("--model", default=None, help="Model name (openai reader).")
+@click.option("--base-url", default=None, help="OpenAI-compatible API base, e.g. https://api.openai.com/v1.")
+@click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True)
+@click.option("--max-output-tokens", default=4096, show_default=True)
+@click.option("--approve", is_flag=True, help="Allow a paid reader to spend.")
+def run_command(world: Path, output: Path, reader: str, policy: str, steps: int, timeout: float, repeats: int,
+                case: str | None, mcp_bin: str | None, model: str | None, base_url: str | None, api_key_env: str,
+                max_output_tokens: int, approve: bool) -> None:
+    """Run every question of WORLD through a real QUIC authority and `demarkus mcp`."""
+    from .runner import RunConfig, RunRefused, run_eval
+
+    config = RunConfig(world=world, output=output, reader=reader, policy=policy, steps=steps, timeout=timeout,
+                       repeats=repeats, case=case, mcp_bin=mcp_bin, model=model or "oracle", base_url=base_url,
+                       api_key_env=api_key_env, max_output_tokens=max_output_tokens, approve=approve,
+                       echo=click.echo)
+    try:
+        report = asyncio.run(run_eval(config))
+    except RunRefused as exc:
+        raise click.ClickException(str(exc)) from exc
+    s = report["summary"]
+    click.echo(f"{s['correct']}/{s['attempts']} correct; tokens per correct {s['tokens_per_correct_answer']}; "
+               f"report in {output}/report.json")
+
+
+def _run_rule(rule, before: Path, after: Path, as_json: bool) -> None:  # type: ignore[no-untyped-def]
+    try:
+        result = rule(load_report(before), load_report(after))
+    except (ValueError, rules.Refused) as exc:
+        raise click.ClickException(f"refused: {exc}") from exc
+    click.echo(json.dumps(result, indent=2) if as_json else rules.render(result))
+
+
+_json = click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+_paths = (click.argument("before", type=click.Path(exists=True, dir_okay=False, path_type=Path)),
+          click.argument("after", type=click.Path(exists=True, dir_okay=False, path_type=Path)))
+
+
+@eval_group.command(name="compare")
+@_paths[0]
+@_paths[1]
+@_json
+def compare_command(before: Path, after: Path, as_json: bool) -> None:
+    """Software comparison: same spec, server/runner/reader hashes equal, mcp hash differs."""
+    _run_rule(rules.compare, before, after, as_json)
+
+
+@eval_group.command(name="compare-policies")
+@_paths[0]
+@_paths[1]
+@_json
+def compare_policies_command(before: Path, after: Path, as_json: bool) -> None:
+    """Policy ablation: every implementation hash equal, only the policy differs."""
+    _run_rule(rules.compare_policies, before, after, as_json)
+
+
+@eval_group.command(name="side-by-side")
+@_paths[0]
+@_paths[1]
+@_json
+def side_by_side_command(before: Path, after: Path, as_json: bool) -> None:
+    """A table of two runs of one world (not a controlled comparison)."""
+    _run_rule(rules.side_by_side, before, after, as_json)

@@ -1,0 +1,227 @@
+"""The oracle reader: deterministic, free, and a lower bound on what a model would spend.
+
+It follows its policy literally:
+- the first call is `mark_lookup` with the question's content words
+  (`demarkus.index.query.content_words`), match=body, the question's scope, the policy's
+  limit and (budget-first) budget;
+- afterwards it acts only on locations seen in earlier tool results (table rows, frames,
+  relation lines, links, outlines, relations, version lists); the rubric is used only to
+  pick which visible lead to take next and to know when every required quote has been
+  seen (by the scorer's own provenance rule);
+- when the rubric's evidence spans several documents (the policies' lineage, supersession
+  and dependency questions; the oracle never reads the category) a link inside a fetched
+  body is not a lead: the related document must come from the lookup (rows, frames,
+  `rel:` lines) or from mark_explore;
+- it answers from the rubric once every required quote was seen, or abstains when the
+  step limit is reached first.
+
+Token cost follows the turn model: each turn's input is the policy prompt + the tool
+schemas (JSON, as listed by the MCP server) + the task + every earlier call and result;
+its output is the call or the final answer; all counted with `count_tokens`. Real
+readers add reasoning, formatting and retries, so this is a lower bound.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..index.query import content_words
+from ..tokens import count_tokens
+from .policies import Policy, task_text
+from .scoring import Corpus, evidence_seen, observations, parse_envelope, split_location
+
+_ROW = re.compile(r"^\| (/[^ |]+) \|")
+_FRAME_LOC = re.compile(r"^>>> (/\S+)")
+_REL = re.compile(r"^>>> rel: \S+ \S+ (.+)$")
+_DID_NOT_FIT = re.compile(r"(/\S+?\.md(?:/v\d+)?(?:#[^\s,]+)?) \(~")
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
+_MARK = re.compile(r"mark://[^/\s)]+(/[^\s)#]*\.md(?:#[^\s)]*)?)")
+_OUTLINE = re.compile(r"\(#([^,\s]+), \d+ lines?\)")
+_SIBLINGS = re.compile(r"^## Siblings in (/\S*/)")
+
+
+@dataclass
+class Leads:
+    """Locations the reader has been shown."""
+
+    anchors: dict[str, set[str]] = field(default_factory=dict)
+    versions: dict[str, set[int]] = field(default_factory=dict)
+    order: list[str] = field(default_factory=list)
+    """Paths in the order they became visible."""
+    follow_body_links: bool = True
+    """False for lineage, supersession and dependency questions: the policies send the
+    reader to mark_explore (or the expansion's relation blocks) for the related document
+    instead of a link inside a fetched body."""
+
+    def add(self, location: str, base: str | None = None) -> None:
+        location = location.strip().strip("<>")
+        if location.startswith("mark://"):
+            match = _MARK.match(location)
+            if match is None:
+                return
+            location = match.group(1)
+        if "://" in location or location.startswith("#"):
+            if location.startswith("#") and base:
+                self.anchors.setdefault(base, set()).add(location[1:])
+            return
+        if not location.startswith("/"):
+            if base is None:
+                return
+            location = posixpath.normpath(posixpath.join(posixpath.dirname(base), location))
+        path, version, anchor = split_location(location)
+        if not path.endswith(".md"):
+            return
+        if path not in self.anchors:
+            self.anchors[path] = set()
+            self.order.append(path)
+        if anchor:
+            self.anchors[path].add(anchor)
+        if version is not None:
+            self.versions.setdefault(path, set()).add(version)
+
+    def absorb(self, tool: str, arguments: Mapping[str, Any], output: str) -> None:
+        if tool == "mark_lookup":
+            for line in output.splitlines():
+                for pattern in (_ROW, _FRAME_LOC, _REL):
+                    match = pattern.match(line)
+                    if match:
+                        for target in match.group(1).split(", "):
+                            self.add(target.split(" ")[0])
+                if line.startswith(">>> note: did not fit"):
+                    for target in _DID_NOT_FIT.findall(line):
+                        self.add(target)
+            return
+        header, body = parse_envelope(output)
+        path, _, _ = split_location(str(arguments.get("url", "")))
+        if header.get("version", "").isdigit() and path.endswith(".md"):
+            self.add(f"{path}/v{header['version']}")
+        for anchor in _OUTLINE.findall(body):
+            self.add(f"{path}#{anchor}")
+        if tool == "mark_versions":
+            for target in _LINK.findall(body):
+                self.add(target)
+            return
+        directory = None
+        for line in body.splitlines():
+            sibling = _SIBLINGS.match(line)
+            if sibling:
+                directory = sibling.group(1)
+                continue
+            if directory and line.startswith("- ") and line.endswith(".md"):
+                self.add(directory + line[2:])
+                continue
+            if line.startswith("## "):
+                directory = None
+            if tool == "mark_fetch" and not self.follow_body_links:
+                continue
+            for target in _MARK.findall(line):
+                self.add(target)
+            for target in _LINK.findall(line):
+                self.add(target, base=path)
+
+
+def call_text(name: str, arguments: Mapping[str, Any]) -> str:
+    return json.dumps({"name": name, "arguments": dict(arguments)}, sort_keys=True)
+
+
+class OracleReader:
+    kind = "oracle"
+    model = "oracle"
+
+    def __init__(self, corpus: Corpus, rubric: Mapping[str, Any]) -> None:
+        self.corpus = corpus
+        self.rubric = rubric
+
+    async def attempt(self, question: Mapping[str, Any], session: Any, policy: Policy, steps: int) -> dict[str, Any]:
+        """Run one attempt through `session` (call(name, args) -> call record dict;
+        `schemas_json`). Returns {final, usage, usage_complete, turns, lower_bound}."""
+        entry = self.rubric[question["id"]]
+        required = [item for items in entry.get("evidence", {}).values() for item in items]
+        task = task_text(question)
+        fixed = count_tokens(policy.prompt) + count_tokens(session.schemas_json) + count_tokens(task)
+        history = 0
+        usage = {"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}}
+        leads = Leads(follow_body_links=len({item["path"] for item in required}) <= 1)
+        made: set[str] = set()
+        explored: set[str] = set()
+        calls: list[dict[str, Any]] = []
+        turns = 0
+
+        def pending() -> list[Mapping[str, Any]]:
+            seen = observations(calls)
+            return [item for item in required if not evidence_seen(self.corpus, item, seen)]
+
+        while True:
+            missing = pending()
+            choice = None
+            if turns == 0:
+                arguments: dict[str, Any] = {
+                    "query": " ".join(content_words(question["question"])),
+                    "url": question.get("scope") or "/",
+                    "limit": policy.lookup_limit,
+                    "match": "body",
+                }
+                if policy.first_budget:
+                    arguments["budget"] = policy.first_budget
+                choice = ("mark_lookup", arguments)
+            elif missing and turns < steps - 1:
+                choice = self._next(missing, leads, made, explored)
+            if choice is None:
+                final = self._final(entry) if not missing else json.dumps({"answer": {}, "citations": [], "abstain": True})
+                usage["input"] += fixed + history
+                usage["output"] += count_tokens(final)
+                turns += 1
+                return {"final": final, "usage": usage, "usage_complete": True, "turns": turns, "lower_bound": True}
+            name, arguments = choice
+            text = call_text(name, arguments)
+            made.add(text)
+            if name == "mark_explore":
+                explored.add(arguments["url"])
+            usage["input"] += fixed + history
+            usage["output"] += count_tokens(text)
+            turns += 1
+            record = await session.call(name, arguments)
+            calls.append(record)
+            history += count_tokens(text) + count_tokens(record.get("output") or record.get("error") or "")
+            if not record.get("error"):
+                leads.absorb(name, arguments, record.get("output") or "")
+
+    def _next(self, missing, leads: Leads, made: set[str], explored: set[str]):  # type: ignore[no-untyped-def]
+        options: list[tuple[str, dict[str, Any]]] = []
+        for item in missing:
+            path, version, anchor = item["path"], int(item["version"]), item["anchor"]
+            if path not in leads.anchors:
+                continue
+            known = leads.versions.get(path, set())
+            pinned = version in known
+            if not pinned and known and max(known) != version:
+                options.append(("mark_versions", {"url": path}))
+            base = f"{path}/v{version}" if pinned else path
+            if anchor in leads.anchors[path]:
+                options.append(("mark_fetch", {"url": f"{base}#{anchor}"}))
+            options.append(("mark_fetch", {"url": base}))
+            options.append(("mark_explore", {"url": path}))
+        # a required document not visible yet: look at the neighbourhood of what was seen
+        for path in leads.order:
+            if path not in explored:
+                options.append(("mark_explore", {"url": path}))
+        for name, arguments in options:
+            if call_text(name, arguments) not in made:
+                return name, arguments
+        return None
+
+    @staticmethod
+    def _final(entry: Mapping[str, Any]) -> str:
+        if entry.get("abstain"):
+            return json.dumps({"answer": {}, "citations": [], "abstain": True})
+        citations = [
+            {"field": name, "url": f"{item['path']}/v{item['version']}#{item['anchor']}", "quote": item["quote"]}
+            for name, items in entry.get("evidence", {}).items()
+            for item in items
+        ]
+        return json.dumps({"answer": entry["answer"], "citations": citations, "abstain": False}, ensure_ascii=False)

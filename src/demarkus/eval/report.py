@@ -1,0 +1,213 @@
+"""Report format `demarkus-eval-report-v1`: summaries recomputed from attempts,
+report.json, report.md and a PNG bar chart drawn with the stdlib (zlib + struct).
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+FORMAT = "demarkus-eval-report-v1"
+MULTI_DOCUMENT = ("multi-document", "supersession", "lineage", "dependency")
+
+
+def summarize(attempts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Totals over `attempts`; tokens_per_correct_answer is None with 0 correct or incomplete usage."""
+    usage = {"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}}
+    by_tool: dict[str, int] = {}
+    summary: dict[str, Any] = {
+        "attempts": len(attempts), "correct": 0, "known_total_tokens": 0, "usage_complete": True,
+        "usage_lower_bound": False, "model_turns": 0, "tool_calls": 0, "protocol_requests": 0,
+        "tool_result_tokens": 0, "relation_expansions": 0, "failures": 0,
+        "answer_correct": 0, "citations_valid": 0, "evidence_sufficient": 0,
+    }
+    cold: list[float] = []
+    warm: list[float] = []
+    for attempt in attempts:
+        trace, score = attempt["trace"], attempt["score"]
+        summary["correct"] += bool(score.get("correct"))
+        for key in ("answer_correct", "citations_valid", "evidence_sufficient"):
+            summary[key] += bool(score.get(key))
+        summary["known_total_tokens"] += int(trace.get("usage_total", 0))
+        summary["usage_complete"] &= bool(trace.get("usage_complete"))
+        summary["usage_lower_bound"] |= bool(trace.get("usage_lower_bound"))
+        summary["model_turns"] += int(trace.get("turns", 0))
+        summary["tool_calls"] += len(trace.get("calls", []))
+        summary["protocol_requests"] += int(attempt.get("protocol_requests", 0))
+        summary["tool_result_tokens"] += int(attempt.get("tool_result_tokens", 0))
+        summary["relation_expansions"] += int(attempt.get("relation_expansions", 0))
+        summary["failures"] += bool(attempt.get("error")) + sum(1 for c in trace.get("calls", []) if c.get("error"))
+        u = trace.get("usage") or {}
+        for key in ("input", "output", "reasoning"):
+            usage[key] += int(u.get(key, 0))
+        for key in ("read", "write"):
+            usage["cache"][key] += int((u.get("cache") or {}).get(key, 0))
+        for name, count in attempt.get("tool_calls_by_tool", {}).items():
+            by_tool[name] = by_tool.get(name, 0) + count
+        (cold if attempt.get("repeat", 1) == 1 else warm).append(float(attempt.get("elapsed_ms", 0)))
+    summary["usage"] = usage
+    summary["tool_calls_by_tool"] = dict(sorted(by_tool.items()))
+    summary["tokens_per_correct_answer"] = (
+        round(summary["known_total_tokens"] / summary["correct"], 2)
+        if summary["correct"] and summary["usage_complete"] else None
+    )
+    summary["result_tokens_per_correct_answer"] = (
+        round(summary["tool_result_tokens"] / summary["correct"], 2) if summary["correct"] else None
+    )
+    summary["cold_latency"] = _latency(cold)
+    summary["warm_latency"] = _latency(warm)
+    return summary
+
+
+def _latency(samples: list[float]) -> dict[str, Any]:
+    if not samples:
+        return {"samples": 0, "mean_ms": None, "min_ms": None, "max_ms": None}
+    return {"samples": len(samples), "mean_ms": round(sum(samples) / len(samples), 1),
+            "min_ms": round(min(samples), 1), "max_ms": round(max(samples), 1)}
+
+
+def categories(attempts: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    names = sorted({a["category"] for a in attempts})
+    return {name: summarize([a for a in attempts if a["category"] == name]) for name in names}
+
+
+def build_report(spec: Mapping[str, Any], hashes: Mapping[str, str], attempts: Sequence[Mapping[str, Any]],
+                 lifecycle: Mapping[str, Any], *, generated: str) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "spec": dict(spec),
+        "generated": generated,
+        "implementation_hashes": dict(hashes),
+        "attempts": list(attempts),
+        "summary": summarize(attempts),
+        "categories": categories(attempts),
+        "lifecycle": dict(lifecycle),
+    }
+
+
+def load_report(path: Path) -> dict[str, Any]:
+    """Read and validate a report: format, identity, summaries recomputable from attempts.
+
+    Raises:
+        ValueError: the file is not a valid report (the message says what is wrong).
+    """
+    try:
+        report = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read a report ({exc})") from exc
+    validate_report(report, str(path))
+    return report
+
+
+def validate_report(report: Mapping[str, Any], name: str = "report") -> None:
+    if not isinstance(report, dict) or report.get("format") != FORMAT:
+        raise ValueError(f"{name}: not a {FORMAT} report")
+    spec = report.get("spec") or {}
+    for key in ("world", "fixture_hashes", "reader", "reader_policy", "reader_prompt_hash", "scoring_version",
+                "steps", "timeout", "repeats", "expected_attempts"):
+        if key not in spec:
+            raise ValueError(f"{name}: spec lacks {key}")
+    hashes = report.get("implementation_hashes") or {}
+    for key in ("server", "mcp", "runner", "reader"):
+        if not str(hashes.get(key, "")).startswith("sha256-"):
+            raise ValueError(f"{name}: implementation hash {key} missing")
+    attempts = report.get("attempts") or []
+    keys = [(a["task"], a["repeat"]) for a in attempts]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"{name}: a task/repeat appears twice")
+    if len(attempts) > spec["expected_attempts"]:
+        raise ValueError(f"{name}: more attempts than scheduled")
+    if report.get("summary") != _jsonish(summarize(attempts)) or report.get("categories") != _jsonish(categories(attempts)):
+        raise ValueError(f"{name}: summaries do not match the attempts")
+
+
+def _jsonish(value: Any) -> Any:
+    return json.loads(json.dumps(value))
+
+
+def write_outputs(report: Mapping[str, Any], output: Path) -> None:
+    output.mkdir(parents=True, exist_ok=True)
+    (output / "report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (output / "report.md").write_text(render_markdown(report), encoding="utf-8")
+    cats = report["categories"]
+    names = list(cats)
+    values = [cats[n]["tokens_per_correct_answer"] or 0 for n in names]
+    (output / "chart.png").write_bytes(bar_chart_png(values))
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:,.2f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def render_markdown(report: Mapping[str, Any]) -> str:
+    spec, summary = report["spec"], report["summary"]
+    bound = " (oracle turn model: a lower bound)" if summary.get("usage_lower_bound") else ""
+    lines = [
+        f"# Evaluation: {spec['world']}, {spec['reader']} reader, policy {spec['reader_policy']}",
+        "",
+        f"- generated {report['generated']}; scoring {spec['scoring_version']}; steps {spec['steps']}, "
+        f"timeout {spec['timeout']} s, repeats {spec['repeats']}",
+        f"- prompt {spec['reader_prompt_hash']}",
+        "- implementation: " + ", ".join(f"{k} {v[:19]}…" for k, v in report["implementation_hashes"].items()),
+        f"- correct {summary['correct']}/{summary['attempts']}; tokens {_fmt(summary['known_total_tokens'])}{bound}; "
+        f"tokens per correct {_fmt(summary['tokens_per_correct_answer'])}",
+        "",
+        "| Category | Correct | Tokens/correct | Turns | Calls | Result tokens | Relation expansions | Explore calls |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    rows = list(report["categories"].items()) + [("**overall**", summary)]
+    for name, s in rows:
+        lines.append(
+            f"| {name} | {s['correct']}/{s['attempts']} | {_fmt(s['tokens_per_correct_answer'])} | {s['model_turns']} | "
+            f"{s['tool_calls']} | {_fmt(s['tool_result_tokens'])} | {s['relation_expansions']} | "
+            f"{s['tool_calls_by_tool'].get('mark_explore', 0)} |"
+        )
+    lines += ["", "| Task | Repeat | Category | Correct | Turns | Calls | Tokens | Result tokens | Reasons |",
+              "|---|---:|---|---|---:|---:|---:|---:|---|"]
+    for a in report["attempts"]:
+        reasons = "; ".join(a["score"].get("reasons") or []) or (a.get("error") or "")
+        lines.append(
+            f"| {a['task']} | {a['repeat']} | {a['category']} | {'yes' if a['score']['correct'] else 'no'} | "
+            f"{a['trace']['turns']} | {len(a['trace']['calls'])} | {_fmt(a['trace']['usage_total'])} | "
+            f"{_fmt(a['tool_result_tokens'])} | {reasons.replace('|', '/')} |"
+        )
+    lines += ["", "chart.png: tokens per correct answer per category, bars left to right in the table's order "
+              "(a missing bar = no correct answer)."]
+    return "\n".join(lines) + "\n"
+
+
+# --- a PNG bar chart with the stdlib ------------------------------------------------------------
+
+
+def bar_chart_png(values: Sequence[float], width: int = 480, height: int = 240) -> bytes:
+    """Grey background, one blue bar per value scaled to the largest, a baseline."""
+    pixels = [[(250, 250, 250)] * width for _ in range(height)]
+    margin, base = 20, height - 20
+    top = max(values, default=0) or 1
+    n = max(len(values), 1)
+    slot = (width - 2 * margin) / n
+    for i, value in enumerate(values):
+        bar_h = int((base - margin) * value / top)
+        x0, x1 = int(margin + i * slot + slot * 0.15), int(margin + (i + 1) * slot - slot * 0.15)
+        for y in range(base - bar_h, base):
+            for x in range(x0, max(x1, x0 + 1)):
+                pixels[y][x] = (52, 101, 164)
+    for x in range(margin, width - margin):
+        pixels[base][x] = (40, 40, 40)
+    raw = b"".join(b"\x00" + bytes(c for px in row for c in px) for row in pixels)
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b"")

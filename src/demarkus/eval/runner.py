@@ -1,0 +1,350 @@
+"""One evaluation run: world -> fresh store -> QUIC authority -> stdio MCP subprocess per
+attempt -> reader loop -> scored attempts -> report.
+
+Every attempt gets a fresh `demarkus mcp --host mark://localhost:PORT --ca CERT
+--read-only --scope <question scope>` subprocess (its own DEMARKUS_HOME, DEMARKUS_*
+variables removed), so sessions never share state and the reader sees only the read
+tools, confined to the question's scope.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from mcp import Client as MCPClient
+from mcp import StdioServerParameters
+
+from ..server.quic import serve_mark
+from ..service import Service
+from ..tls import ensure_dev_certificate
+from ..tokens import count_tokens
+from ..worlds import open_world
+from ..worlds.loader import load_world
+from .policies import Policy, get_policy
+from .scoring import SCORING_VERSION, Corpus, relation_expansions, score_attempt
+
+SUITE = "world-answer-v1"
+TOOL_PROFILE = "read-only-v1"
+READ_TOOLS = ("mark_backlinks", "mark_explore", "mark_fetch", "mark_list", "mark_lookup", "mark_versions")
+
+SERVER_PARTS = ("server", "service.py", "store", "index", "protocol.py", "catalog.py", "auth.py", "errors.py",
+                "markdown", "tls.py", "worlds", "backend.py")
+MCP_PARTS = ("mcp", "expand", "client", "graph", "markdown", "protocol.py", "render.py", "tokens.py",
+             "backend.py", "errors.py", "tls.py", "cli.py", "__main__.py", "index/query.py")
+RUNNER_PARTS = ("eval/__init__.py", "eval/runner.py", "eval/policies.py", "eval/scoring.py", "eval/report.py",
+                "eval/cli.py")
+READER_PARTS = {"oracle": ("eval/oracle.py",), "openai": ("eval/openai_reader.py",)}
+
+
+class RunRefused(Exception):
+    """The run must not start (the message says why and what to do)."""
+
+
+def package_dir() -> Path:
+    return Path(__file__).resolve().parent.parent
+
+
+def package_hash(root: Path, parts: tuple[str, ...]) -> str:
+    """sha256 over (relative path, bytes) of every .py file of `parts` under package `root`."""
+    digest = hashlib.sha256()
+    files: list[Path] = []
+    for part in parts:
+        target = root / part
+        if target.is_dir():
+            files.extend(p for p in target.rglob("*.py") if "__pycache__" not in p.parts)
+        elif target.is_file():
+            files.append(target)
+    for path in sorted(set(files)):
+        rel = path.relative_to(root).as_posix().encode()
+        data = path.read_bytes()
+        digest.update(len(rel).to_bytes(4, "big") + rel + len(data).to_bytes(8, "big") + data)
+    return "sha256-" + digest.hexdigest()
+
+
+def mcp_package_dir(mcp_bin: str | None) -> Path:
+    """The installed `demarkus` package the MCP command runs (its own venv for a baseline)."""
+    if mcp_bin is None:
+        return package_dir()
+    python = Path(mcp_bin).parent / "python"
+    if not python.exists():
+        raise RunRefused(f"--mcp-bin {mcp_bin}: no python beside it ({python}); pass a venv's bin/demarkus")
+    out = subprocess.run([str(python), "-c", "import demarkus, os; print(os.path.dirname(os.path.realpath(demarkus.__file__)))"],
+                         capture_output=True, text=True, timeout=60, check=True)
+    return Path(out.stdout.strip())
+
+
+def implementation_hashes(reader_kind: str, mcp_bin: str | None) -> dict[str, str]:
+    root = package_dir()
+    return {
+        "server": package_hash(root, SERVER_PARTS),
+        "mcp": package_hash(mcp_package_dir(mcp_bin), MCP_PARTS),
+        "runner": package_hash(root, RUNNER_PARTS),
+        "reader": package_hash(root, READER_PARTS[reader_kind]),
+    }
+
+
+@dataclass
+class RunConfig:
+    world: Path
+    output: Path
+    reader: str = "oracle"
+    policy: str = "graph-section-first-v1"
+    steps: int = 8
+    timeout: float = 180.0
+    repeats: int = 1
+    case: str | None = None
+    mcp_bin: str | None = None
+    model: str = "oracle"
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    max_output_tokens: int = 4096
+    approve: bool = False
+    echo: Callable[[str], None] = print
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def validate(self) -> None:
+        if self.steps < 2 or self.repeats < 1 or self.timeout <= 0:
+            raise RunRefused("steps must be >= 2, repeats >= 1 and timeout > 0")
+        if self.reader not in READER_PARTS:
+            raise RunRefused(f"unknown reader {self.reader!r}; choose oracle or openai")
+        if self.output.exists() and any(self.output.iterdir()):
+            raise RunRefused(f"output directory {self.output} is not empty; every run writes to a new directory")
+        get_policy(self.policy)
+
+
+class Session:
+    """One MCP session of one attempt: calls recorded as {name, input, output, error}."""
+
+    def __init__(self, client: MCPClient, schemas_json: str, tool_names: list[str]) -> None:
+        self.client = client
+        self.schemas_json = schemas_json
+        self.tool_names = tool_names
+        self.tools = json.loads(schemas_json)
+        self.calls: list[dict[str, Any]] = []
+
+    async def call(self, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        record: dict[str, Any] = {"name": name, "input": dict(arguments)}
+        if name not in self.tool_names:
+            record.update(output=f"unknown tool {name}; available: {', '.join(self.tool_names)}", error=True)
+        else:
+            try:
+                result = await self.client.call_tool(name, dict(arguments))
+                text = "".join(p.text for p in result.content if getattr(p, "text", None) is not None)
+                record["output"] = text
+                if result.is_error:
+                    record["error"] = True
+            except Exception as exc:  # a transport failure is recorded, not raised into the reader
+                record.update(output=f"tool call failed: {exc}", error=True)
+        self.calls.append(record)
+        return record
+
+
+class _RequestCounter(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if '"msg": "request"' in record.getMessage():
+            self.count += 1
+
+
+def _mcp_params(mcp_bin: str | None, url: str, cert: Path, scope: str, home: Path) -> StdioServerParameters:
+    command, prefix = (mcp_bin, []) if mcp_bin else (sys.executable, ["-m", "demarkus"])
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DEMARKUS_")}
+    env["DEMARKUS_HOME"] = str(home)
+    return StdioServerParameters(
+        command=command,
+        args=[*prefix, "mcp", "--host", url, "--ca", str(cert), "--read-only", "--scope", scope],
+        env=env,
+    )
+
+
+def make_reader(config: RunConfig, corpus: Corpus, rubric: Mapping[str, Any]):  # type: ignore[no-untyped-def]
+    if config.reader == "oracle":
+        from .oracle import OracleReader
+
+        return OracleReader(corpus, rubric)
+    from .openai_reader import OpenAIReader
+
+    return OpenAIReader.from_config(config)
+
+
+async def run_eval(config: RunConfig) -> dict[str, Any]:
+    """Run every scheduled attempt and write report.json, report.md and chart.png."""
+    from .report import build_report, write_outputs
+
+    config.validate()
+    policy = get_policy(config.policy)
+    world = open_world(config.world)
+    questions = world.questions()
+    if config.case:
+        questions = [q for q in questions if q["id"] == config.case]
+        if not questions:
+            raise RunRefused(f"no question {config.case!r} in {config.world}")
+    rubric = world.rubric()
+    corpus = Corpus.from_world(world)
+    hashes = implementation_hashes(config.reader, config.mcp_bin)
+    reader = make_reader(config, corpus, rubric)
+    spec = {
+        "suite": SUITE,
+        "world": world.id,
+        "authority": world.authority,
+        "documents": world.documents_count,
+        "versions": world.versions_count,
+        "fixture_hashes": {"corpus": world.corpus_sha256, "questions": world.questions_sha256, "rubric": world.rubric_sha256},
+        "reader": config.reader,
+        "model": reader.model,
+        "steps": config.steps,
+        "timeout": config.timeout,
+        "repeats": config.repeats,
+        "case": config.case or "",
+        "max_output_tokens": config.max_output_tokens if config.reader != "oracle" else 0,
+        "reader_policy": policy.name,
+        "reader_prompt_hash": policy.prompt_hash,
+        "tool_profile": TOOL_PROFILE,
+        "scoring_version": SCORING_VERSION,
+        "expected_attempts": len(questions) * config.repeats,
+    }
+    config.output.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="demarkus-eval-") as tmp_name:
+        tmp = Path(tmp_name)
+        store = tmp / "store"
+        store.mkdir()
+        service = Service.open(store, trusted=True)
+        with service.deferred_index():
+            await load_world(world, service)
+        cert, key = ensure_dev_certificate(tmp / "tls")
+        counter = _RequestCounter()
+        access = logging.getLogger("demarkus.access")
+        old_level = access.level
+        access.setLevel(logging.INFO)
+        access.addHandler(counter)
+        lifecycle: dict[str, Any] = {"tool_profile": TOOL_PROFILE, "startup_verified": False, "server_stayed_up": False}
+        attempts: list[dict[str, Any]] = []
+        try:
+            async with serve_mark(service, host="127.0.0.1", port=0, cert=cert, key=key) as server:
+                url = f"mark://localhost:{server.port}"
+                lifecycle["endpoint"] = f"127.0.0.1:{server.port}"
+
+                async def one(question: Mapping[str, Any], repeat: int, the_reader: Any) -> dict[str, Any]:
+                    return await _attempt(question, repeat, the_reader, policy, config, url, cert, tmp, counter, corpus, rubric, lifecycle)
+
+                if config.reader != "oracle":
+                    await _plan_paid_run(config, questions, corpus, rubric, one)
+                for repeat in range(1, config.repeats + 1):
+                    for question in questions:
+                        attempts.append(await one(question, repeat, reader))
+                        config.echo(_progress(attempts[-1]))
+                lifecycle["server_stayed_up"] = True
+        finally:
+            access.removeHandler(counter)
+            access.setLevel(old_level)
+            service.close()
+    lifecycle["cleanup_verified"] = not tmp.exists()
+    report = build_report(spec, hashes, attempts, lifecycle,
+                          generated=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    write_outputs(report, config.output)
+    return report
+
+
+def _progress(attempt: Mapping[str, Any]) -> str:
+    mark = "correct" if attempt["score"]["correct"] else "wrong"
+    return (f"{attempt['task']} r{attempt['repeat']} {attempt['category']}: {mark}, "
+            f"{attempt['trace']['turns']} turns, {len(attempt['trace']['calls'])} calls, "
+            f"{attempt['trace']['usage_total']} tokens")
+
+
+async def _plan_paid_run(config: RunConfig, questions: list[dict[str, Any]], corpus: Corpus,
+                         rubric: Mapping[str, Any], one: Callable[..., Any]) -> None:
+    """Print the planned attempts and the oracle's (lower-bound) spend; refuse without --approve."""
+    from .oracle import OracleReader
+
+    oracle = OracleReader(corpus, rubric)
+    estimate = 0
+    for question in questions:
+        attempt = await one(question, 1, oracle)
+        estimate += attempt["trace"]["usage_total"]
+    planned = len(questions) * config.repeats
+    config.echo(f"planned: {planned} attempts ({len(questions)} questions x {config.repeats} repeats), "
+                f"reader {config.reader} model {config.model}, policy {config.policy}, {config.steps} steps")
+    config.echo(f"oracle-estimated spend: >= {estimate * config.repeats} tokens (a lower bound; real readers spend more)")
+    if not config.approve:
+        raise RunRefused("a paid reader needs --approve; nothing was sent to the model")
+
+
+async def _attempt(question: Mapping[str, Any], repeat: int, reader: Any, policy: Policy, config: RunConfig,
+                   url: str, cert: Path, tmp: Path, counter: _RequestCounter, corpus: Corpus,
+                   rubric: Mapping[str, Any], lifecycle: dict[str, Any]) -> dict[str, Any]:
+    home = Path(tempfile.mkdtemp(prefix=f"{question['id']}-{repeat}-", dir=tmp))
+    scope = question.get("scope") or "/"
+    started = time.perf_counter()
+    before = counter.count
+    errors: list[str] = []
+    result: dict[str, Any] = {"final": None, "usage": {}, "usage_complete": False, "turns": 0}
+    session: Session | None = None
+    try:
+        async with MCPClient(_mcp_params(config.mcp_bin, url, cert, scope, home)) as client:
+            listed = (await client.list_tools()).tools
+            names = sorted(t.name for t in listed)
+            schemas = [{"name": t.name, "description": t.description, "inputSchema": t.input_schema}
+                       for t in sorted(listed, key=lambda t: t.name)]
+            if tuple(names) != READ_TOOLS:
+                raise RunRefused(f"the MCP server offers {names}, expected exactly the read tools {list(READ_TOOLS)}")
+            lifecycle["startup_verified"] = True
+            lifecycle["tool_names"] = names
+            session = Session(client, json.dumps(schemas, sort_keys=True), names)
+            result = await asyncio.wait_for(reader.attempt(question, session, policy, config.steps), config.timeout)
+    except RunRefused:
+        raise
+    except TimeoutError:
+        errors.append(f"attempt timed out after {config.timeout} s")
+    except Exception as exc:
+        errors.append(f"{type(exc).__name__}: {exc}")
+    elapsed = (time.perf_counter() - started) * 1000
+    calls = session.calls if session is not None else []
+    usage = result.get("usage") or {}
+    usage_total = (usage.get("input", 0) + usage.get("output", 0) + usage.get("reasoning", 0))
+    by_tool = Counter(c["name"] for c in calls)
+    score = score_attempt(question, rubric[question["id"]], calls, result.get("final"), corpus)
+    attempt: dict[str, Any] = {
+        "task": question["id"],
+        "category": question["category"],
+        "repeat": repeat,
+        "latency_phase": "cold" if repeat == 1 else "warm",
+        "elapsed_ms": round(elapsed, 1),
+        "protocol_requests": counter.count - before,
+        "tool_result_tokens": sum(count_tokens(c.get("output") or "") for c in calls),
+        "relation_expansions": relation_expansions(calls),
+        "tool_calls_by_tool": dict(sorted(by_tool.items())),
+        "trace": {
+            "usage": usage,
+            "usage_total": usage_total,
+            "usage_complete": bool(result.get("usage_complete")) and not errors,
+            "usage_lower_bound": bool(result.get("lower_bound")),
+            "turns": result.get("turns", 0),
+            "calls": calls,
+            "final": result.get("final"),
+        },
+        "score": score,
+    }
+    if result.get("errors"):
+        errors.extend(result["errors"])
+    if errors:
+        attempt["trace"]["errors"] = errors
+        attempt["error"] = "; ".join(errors)
+    return attempt
