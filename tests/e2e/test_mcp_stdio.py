@@ -29,6 +29,7 @@ CALLS = [
     ("mark_list", {"url": "/runbooks"}),
     ("mark_versions", {"url": "/operations/retention.md"}),
     ("mark_fetch", {"url": "/nowhere.md"}),
+    ("mark_backlinks", {"url": "/runbooks/verify-cluster-health.md"}),
 ]
 
 
@@ -71,3 +72,25 @@ def test_the_mcp_inspector_cli_lists_tools_and_calls_lookup(demo_root: Path):
     text = result["content"][0]["text"]
     assert text.startswith("status: ok\nmatches: 2\n")
     assert "/runbooks/" in text
+
+
+async def test_stdio_server_writes_through_quic_with_the_callers_token(tokens, store_root: Path, tls_files, tmp_path: Path):
+    cert, key = tls_files
+    async with serve_mark(Service.open(store_root, tokens=tokens.file), port=0, cert=cert, key=key) as server:
+        url = f"mark://localhost:{server.port}"
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "demarkus", "mcp", "--host", url, "--ca", str(cert), "--token", tokens.writer],
+            env={**os.environ, "DEMARKUS_HOME": str(tmp_path / "home")},
+        )
+        async with Client(params) as remote:
+            created, failed = await call(remote, "mark_publish", url="/docs/a.md", body="# A\n\nFirst.\n", metadata={"title": "A"})
+            assert not failed and created.startswith("status: created\nversion: 1\n")
+            appended, _ = await call(remote, "mark_append", url="/docs/a.md", body="Second.\n")
+            assert appended.startswith("status: created\nversion: 2\n")
+            archived, _ = await call(remote, "mark_archive", url="/docs/a.md")
+            assert archived.startswith("status: ok\nversion: 2\narchived: true")
+            gone, _ = await call(remote, "mark_fetch", url="/docs/a.md")
+            assert gone.startswith("status: archived")
+            old, _ = await call(remote, "mark_fetch", url="/docs/a.md/v1")
+            assert old.endswith("# A\n\nFirst.\n")
