@@ -501,3 +501,7 @@ def index_rebuild(root: Path) -> None:
 from .eval.cli import eval_group  # noqa: E402  (the group imports this module's siblings)
 
 main.add_command(eval_group)
+
+from .gateway.cli import gateway as _gateway  # noqa: E402
+
+main.add_command(_gateway)

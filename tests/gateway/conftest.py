@@ -1,0 +1,109 @@
+"""Gateway fixtures: configurations written as TOML, MCP sessions through the ASGI app
+(httpx2's ASGITransport, no sockets), and the PEPs world loaded once per session."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from starlette.applications import Starlette
+
+from demarkus import auth
+from demarkus.gateway import GatewayConfig
+from demarkus.service import Service
+from demarkus.worlds import open_world
+from demarkus.worlds.loader import load_world
+
+from ..e2e.processes import REPO
+
+PEPS_WORLD = REPO.parent / "shared" / "worlds" / "peps"
+BASE = "http://127.0.0.1:8787"
+"""The SDK checks Host on loopback: in-process requests use a loopback host with a port."""
+
+
+def toml_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, str | Path):
+        return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    raise TypeError(value)
+
+
+def config_text(worlds: Mapping[str, Mapping[str, object]], callers: Mapping[str, Mapping[str, object]],
+                **gateway: object) -> str:
+    """A gateway configuration file; callers name their raw token as `token` (hashed here)."""
+    out = ["[gateway]"] + [f"{k} = {toml_value(v)}" for k, v in gateway.items()]
+    for name, world in worlds.items():
+        out.append(f"[worlds.{name}]")
+        out += [f"{k} = {toml_value(v)}" for k, v in world.items()]
+    for name, caller in callers.items():
+        out.append(f"[callers.{name}]")
+        upstream: Mapping[str, str] = {}
+        for key, value in caller.items():
+            if key == "token":
+                out.append(f"hash = {toml_value(auth.hash_token(str(value)))}")
+            elif key == "upstream":
+                upstream = value  # type: ignore[assignment]
+            else:
+                out.append(f"{key} = {toml_value(value)}")
+        if upstream:
+            out.append(f"[callers.{name}.upstream]")
+            out += [f"{toml_value(w)} = {toml_value(t)}" for w, t in upstream.items()]
+    return "\n".join(out) + "\n"
+
+
+def make_config(worlds: Mapping[str, Mapping[str, object]], callers: Mapping[str, Mapping[str, object]],
+                **gateway: object) -> GatewayConfig:
+    return GatewayConfig.parse(config_text(worlds, callers, **gateway), source="test.toml")
+
+
+@contextlib.asynccontextmanager
+async def serving(app: Starlette) -> AsyncIterator[Starlette]:
+    """Run the app's lifespan (ASGITransport does not)."""
+    async with app.router.lifespan_context(app):
+        yield app
+
+
+@contextlib.asynccontextmanager
+async def session(app: Starlette, token: str | None, *, mode: str = "auto") -> AsyncIterator[Client]:
+    """An MCP client session through the ASGI app, presenting `token` as a bearer token."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    http = httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url=BASE, headers=headers, timeout=30)
+    async with http:
+        async with Client(streamable_http_client(f"{BASE}/mcp/", http_client=http), mode=mode) as client:  # type: ignore[arg-type]
+            yield client
+
+
+def fresh_copy(root: Path, into: Path) -> Path:
+    """A copy of a store without any relation graph a local server left in it."""
+    copy = into / root.name
+    shutil.copytree(root, copy, symlinks=True)
+    for leftover in (copy / ".demarkus").glob("graph.sqlite*"):
+        leftover.unlink()
+    return copy
+
+
+@pytest.fixture(scope="session")
+def peps_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The PEPs world (736 documents, 2014 versions) in a store; about 20 s, once."""
+    if not PEPS_WORLD.is_dir():
+        pytest.skip(f"the PEPs world is not at {PEPS_WORLD}")
+    root = tmp_path_factory.mktemp("peps-store")
+    service = Service.open(root, trusted=True)
+    try:
+        with service.deferred_index():  # index once at the end, as `demarkus world load` does
+            asyncio.run(load_world(open_world(PEPS_WORLD), service))
+    finally:
+        service.close()
+    return root

@@ -1,0 +1,132 @@
+"""Fidelity: the gateway and the local MCP server print the same texts for the same store.
+
+The rule (documented in demarkus.gateway.resolver): the gateway names documents
+`mark://<world><path>` where the local server prints `<path>`, and the local server is run
+with `--authority mark://<world>` so its graph names documents like the gateway's. Then
+every text, with `mark://<world>` removed on both sides, is byte-identical, including
+lookup expansions, fetch modes, session dedup (`unchanged`) and explore cards.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from mcp import Client, StdioServerParameters
+
+from demarkus import auth
+from demarkus.gateway import create_app
+from demarkus.gateway.qualify import strip_world
+
+from ..conftest import call, make_server
+from .conftest import fresh_copy, make_config, serving, session
+
+
+TOKEN = auth.generate_token()
+
+DEMO_CALLS: list[tuple[str, dict[str, object]]] = [
+    ("mark_lookup", {"query": "snapshot quorum", "match": "body", "limit": 5, "budget": 800}),
+    ("mark_lookup", {"query": "lease heartbeat interval", "match": "body", "limit": 3, "budget": 600}),
+    ("mark_lookup", {"query": "learner catch up rate promoted voter", "match": "body", "limit": 5, "budget": 2000}),
+    ("mark_lookup", {"query": "runbook snapshot", "limit": 5}),
+    ("mark_lookup", {"query": "*", "url": "/decisions", "limit": 20, "budget": 1500}),
+    ("mark_fetch", {"url": "/runbooks/restore-from-snapshot.md#steps"}),
+    ("mark_fetch", {"url": "/decisions/adr-0012-replicated-segment-log.md"}),
+    ("mark_fetch", {"url": "/decisions/adr-0012-replicated-segment-log.md"}),
+    ("mark_fetch", {"url": "/operations/retention.md/v1"}),
+    ("mark_fetch", {"url": "/overview.md", "verbose": True}),
+    ("mark_fetch", {"url": "/nowhere.md"}),
+    ("mark_explore", {"url": "/decisions/adr-0007-segment-log.md"}),
+    ("mark_explore", {"url": "/runbooks/take-snapshot.md", "direction": "outgoing"}),
+    ("mark_explore", {"url": "/decisions/adr-0003-sqlite-job-store.md"}),
+]
+
+PEPS_CALLS: list[tuple[str, dict[str, object]]] = [
+    ("mark_lookup", {"query": "maximum line length docstrings comments", "match": "body", "url": "/peps", "limit": 5, "budget": 1500}),
+    ("mark_lookup", {"query": "Zen of Python aphorisms", "match": "body", "limit": 3, "budget": 800}),
+    ("mark_lookup", {"query": "stub files pyi", "match": "body", "limit": 5, "budget": 3000}),
+    ("mark_lookup", {"query": "manylinux", "limit": 8, "budget": 2500}),
+    ("mark_lookup", {"query": "packaging", "limit": 10}),
+    ("mark_fetch", {"url": "/peps/pep-0008.md"}),
+    ("mark_fetch", {"url": "/peps/pep-0020.md"}),
+    ("mark_fetch", {"url": "/peps/pep-0020.md"}),
+    ("mark_fetch", {"url": "/peps/pep-0008.md#maximum-line-length"}),
+    ("mark_fetch", {"url": "/peps/pep-0008.md#no-such-section"}),
+    ("mark_explore", {"url": "/peps/pep-0563.md"}),
+    ("mark_explore", {"url": "/peps/pep-0649.md", "direction": "incoming"}),
+]
+
+
+def qualified(world: str, arguments: dict[str, object]) -> dict[str, object]:
+    url = arguments.get("url")
+    if isinstance(url, str) and url.startswith("/"):
+        return {**arguments, "url": f"mark://{world}{url}"}
+    if "url" not in arguments and arguments.get("query") is not None:
+        return {**arguments, "url": f"mark://{world}/"}
+    return arguments
+
+
+async def through_gateway(root: Path, world: str, calls: list[tuple[str, dict[str, object]]]) -> list[tuple[str, bool]]:
+    config = make_config({world: {"root": root}}, {"agent": {"token": TOKEN, "read": [world]}})
+    async with serving(create_app(config)) as app:
+        # Handshake-era session: one session state across the calls, as over stdio.
+        async with session(app, TOKEN, mode="legacy") as client:
+            return [await call(client, tool, **qualified(world, args)) for tool, args in calls]
+
+
+async def through_local(root: Path, world: str, calls: list[tuple[str, dict[str, object]]]) -> list[tuple[str, bool]]:
+    async with Client(make_server(root, authority=f"mark://{world}")) as client:
+        return [await call(client, tool, **args) for tool, args in calls]
+
+
+async def through_stdio(root: Path, world: str, calls: list[tuple[str, dict[str, object]]], home: Path) -> list[tuple[str, bool]]:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "demarkus", "mcp", "--root", str(root), "--authority", f"mark://{world}", "--read-only"],
+        env={**os.environ, "DEMARKUS_HOME": str(home)},
+    )
+    async with Client(params) as client:
+        return [await call(client, tool, **args) for tool, args in calls]
+
+
+def assert_same(world: str, gateway: list[tuple[str, bool]], local: list[tuple[str, bool]],
+                calls: list[tuple[str, dict[str, object]]]) -> None:
+    assert len(gateway) == len(local)
+    for (tool, args), (g_text, g_err), (l_text, l_err) in zip(calls, gateway, local, strict=True):
+        assert (g_err, strip_world(g_text, world)) == (l_err, strip_world(l_text, world)), (tool, args)
+
+
+async def test_demo_world_texts_are_identical_through_the_gateway_and_the_local_server(demo_root: Path):
+    gateway = await through_gateway(demo_root, "demo", DEMO_CALLS)
+    local = await through_local(demo_root, "demo", DEMO_CALLS)
+    assert_same("demo", gateway, local, DEMO_CALLS)
+    # the comparison covers every mode: expansions, dedup, sections, outline-free fetches, errors
+    texts = [t for t, _ in gateway]
+    assert sum(t.count(">>> mark://demo/") for t in texts[:5]) >= 4
+    budgeted = [i for i, (_, args) in enumerate(DEMO_CALLS) if args.get("budget")]
+    assert all(">>> note: expanded" in texts[i] for i in budgeted)
+    assert texts[7].startswith("status: unchanged")
+    assert gateway[10][0].startswith("status: not-found")
+    assert "## Relations (" in texts[11]
+
+
+async def test_demo_world_texts_match_the_local_stdio_server(demo_root: Path, tmp_path: Path):
+    root = fresh_copy(demo_root, tmp_path)
+    gateway = await through_gateway(root, "demo", DEMO_CALLS)
+    stdio = await through_stdio(root, "demo", DEMO_CALLS, tmp_path / "home")
+    assert_same("demo", gateway, stdio, DEMO_CALLS)
+
+
+async def test_peps_world_texts_are_identical_through_the_gateway_and_the_local_stdio_server(peps_root: Path, tmp_path: Path):
+    root = fresh_copy(peps_root, tmp_path)
+    gateway = await through_gateway(root, "peps", PEPS_CALLS)
+    stdio = await through_stdio(root, "peps", PEPS_CALLS, tmp_path / "home")
+    local = await through_local(root, "peps", PEPS_CALLS)
+    assert_same("peps", gateway, stdio, PEPS_CALLS)
+    assert_same("peps", gateway, local, PEPS_CALLS)
+    texts = [t for t, _ in gateway]
+    assert ">>> mark://peps/peps/" in texts[0]
+    assert "mode: outline" in texts[5]
+    assert texts[7].startswith("status: unchanged")
+    assert gateway[9][1] and "mark://peps/peps/pep-0008.md" in texts[9]
