@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import logging
 import signal
 import sys
@@ -398,11 +397,9 @@ def demo(host: str, port: int, workdir: Path, log_json: bool) -> None:
     with service.deferred_index():
         message = _run(_load_world_into(demo_world_path(), service, None))
     click.echo(message, err=True)
-    read_only = Service(service.store)  # untrusted: readable by anyone, writes refused
+    read_only = Service(service.store, index=service.index)  # untrusted: public reads, no writes
 
     def banner(url: str) -> None:
-        exe = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "demarkus"
-        exe = "demarkus" if exe in ("", "__main__.py") else exe
         click.echo(f"demo world {frozen.id}: {frozen.documents_count} documents")
         click.echo(f"listening on {url} (root {root})")
         click.echo("try, in another terminal:")
@@ -413,10 +410,6 @@ def demo(host: str, port: int, workdir: Path, log_json: bool) -> None:
         sys.stdout.flush()
 
     _run(_serve(read_only, host, port, None, None, banner))
-
-
-def _json(value: object) -> str:
-    return json.dumps(value, sort_keys=True)
 
 
 # --- mcp --------------------------------------------------------------------------------

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from .processes import REPO, cli, running
@@ -15,6 +14,8 @@ def test_readme_main_job_serves_the_demo_world(tmp_path: Path):
         index = cli("fetch", f"{url}/index.md", env=env)
         assert index.returncode == 0, index.stderr
         assert index.stdout.startswith("# ")
+        found = cli("lookup", f"{url}/runbooks", "quorum check voters", "--match", "body", "--meta", env=env)
+        assert "match: body" in found.stdout and "/runbooks/" in found.stdout
         listing = cli("list", f"{url}/", env=env)
         assert "index.md" in listing.stdout
         refused = cli("publish", f"{url}/x.md", "-", "--token", "guess", env=env, stdin="x")
