@@ -47,7 +47,7 @@ from ..errors import DemarkusError
 from ..mcp import tools as local_tools
 from ..mcp.server import _tool  # the local server's error wrapper: same tool errors here
 from ..mcp.text import envelope
-from ..mcp.tools import MAX_BUDGET, Target, ToolFailure, Tools
+from ..mcp.tools import Target, ToolFailure, Tools, check_lookup_arguments
 from ..protocol import Response, Status, normalize_scope
 from ..render import escape_cell, render_lookup
 from ..expand import Fetched
@@ -176,14 +176,7 @@ class GatewayTools(Tools):
         budget: int = 0,
         verbose: bool = False,
     ) -> str:
-        if budget < 0:
-            raise ToolFailure(f"budget {budget} is negative; pass 0 for the table alone or a token count such as 1500")
-        if budget > MAX_BUDGET:
-            raise ToolFailure(f"budget {budget} is larger than {MAX_BUDGET} tokens; ask for what you can read, e.g. 1500, and fetch more later")
-        if match not in (None, "", "catalog", "body"):
-            raise ToolFailure(f"match `{match}` is unknown; use `catalog` (tags and titles) or `body` (section text)")
-        if limit is not None and limit < 1:
-            raise ToolFailure(f"limit {limit} is below 1; omit it for {DEFAULT_LIMIT} rows or pass 1 to {MAX_LIMIT}")
+        check_lookup_arguments(budget, match, limit)
         text = (scope or "/").strip()
         if not text.startswith("/"):
             raise ToolFailure(

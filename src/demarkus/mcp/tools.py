@@ -50,6 +50,22 @@ class ToolFailure(Exception):
     """A tool call the caller must correct; the message says how."""
 
 
+def check_lookup_arguments(budget: int, match: str | None, limit: int | None) -> None:
+    """The checks every lookup tool makes before asking an authority.
+
+    Raises:
+        ToolFailure: a negative or absurd budget, an unknown match, a limit below 1.
+    """
+    if budget < 0:
+        raise ToolFailure(f"budget {budget} is negative; pass 0 for the table alone or a token count such as 1500")
+    if budget > MAX_BUDGET:
+        raise ToolFailure(f"budget {budget} is larger than {MAX_BUDGET} tokens; ask for what you can read, e.g. 1500, and fetch more later")
+    if match not in (None, "", "catalog", "body"):
+        raise ToolFailure(f"match `{match}` is unknown; use `catalog` (tags and titles) or `body` (section text)")
+    if limit is not None and limit < 1:
+        raise ToolFailure(f"limit {limit} is below 1; omit it for 10 rows or pass 1 to 1000")
+
+
 @dataclass(frozen=True, slots=True)
 class Target:
     """Where a tool URL points: which backend, which path, and how to name it."""
@@ -170,14 +186,7 @@ class Tools:
         budget: int = 0,
         verbose: bool = False,
     ) -> str:
-        if budget < 0:
-            raise ToolFailure(f"budget {budget} is negative; pass 0 for the table alone or a token count such as 1500")
-        if budget > MAX_BUDGET:
-            raise ToolFailure(f"budget {budget} is larger than {MAX_BUDGET} tokens; ask for what you can read, e.g. 1500, and fetch more later")
-        if match not in (None, "", "catalog", "body"):
-            raise ToolFailure(f"match `{match}` is unknown; use `catalog` (tags and titles) or `body` (section text)")
-        if limit is not None and limit < 1:
-            raise ToolFailure(f"limit {limit} is below 1; omit it for 10 rows or pass 1 to 1000")
+        check_lookup_arguments(budget, match, limit)
         target = self._resolve(url if url is not None else self.resolver.default_scope)
         if target.anchor:
             raise ToolFailure(f"the lookup scope {url} cannot have an #anchor; pass a directory such as / or /docs")
