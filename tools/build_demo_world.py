@@ -39,22 +39,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from demarkus.worlds.world import CATEGORIES, FIELD_TYPES, FORMAT
+
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "tools" / "demo_world"
 DEFAULT_OUT = ROOT / "src" / "demarkus" / "worlds" / "demo"
 
-FORMAT = "demarkus-world-v1"
-CATEGORIES = (
-    "direct",
-    "section-selection",
-    "multi-document",
-    "supersession",
-    "lineage",
-    "dependency",
-    "historical",
-    "absent",
-)
-FIELD_TYPES = ("string", "number", "boolean", "array of strings")
 REQUIRED_METADATA = ("title", "tags", "importance", "type")
 MIN_WORDS, MAX_WORDS = 150, 900
 MAX_METADATA_BYTES = 1000  # keys plus values, UTF-8; the protocol allows 1024
@@ -360,7 +350,7 @@ def check_questions(questions: list[dict[str, Any]], documents: list[Document]) 
             raise BuildError(f"{where}: unknown category {q['category']}")
         fields = q["fields"]
         if not fields or any(kind not in FIELD_TYPES for kind in fields.values()):
-            raise BuildError(f"{where}: fields need one of {FIELD_TYPES}")
+            raise BuildError(f"{where}: fields need one of {sorted(FIELD_TYPES)}")
         scope = q.get("scope", "/")
         if q["category"] == "absent":
             if q["answer"] or q["evidence"] or q["abstain"] is not True:

@@ -112,9 +112,6 @@ class GatewayTools(Tools):
 
     resolver: GatewayResolver
 
-    def __init__(self, resolver: GatewayResolver) -> None:
-        super().__init__(resolver)
-
     # --- the local tools, world-qualified ----------------------------------------------
 
     async def lookup(
