@@ -90,6 +90,7 @@ def run_cases(src: Path | None) -> dict[str, dict]:
     if src is not None:
         sys.path.insert(0, str(src))
     from demarkus.errors import NotFoundError
+    import demarkus.expand as expand_package
     from demarkus.expand import Fetched, expand
     from demarkus.tokens import count_tokens
 
@@ -106,6 +107,8 @@ def run_cases(src: Path | None) -> dict[str, dict]:
             return Fetched(path, doc["body"].encode("utf-8"), 1, doc["metadata"])
 
         head = head_for(case)
+        if hasattr(expand_package, "drop_snippets"):  # the current code's budgeted table
+            head = expand_package.drop_snippets(head)
         expansion = asyncio.run(expand(head, case["query"], case["budget"], fetch))
         results[case["name"]] = score(case, expansion, head, fetched, count_tokens)
         results[case["name"]]["table_tokens"] = count_tokens(head)

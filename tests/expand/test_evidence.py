@@ -67,12 +67,17 @@ def worlds(draw: st.DrawFn) -> tuple[World, list[tuple[str, str]], int, str]:
         for j in range(sections):
             level = draw(st.integers(2, 3))
             word = draw(st.sampled_from(WORDS))
-            filler = " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=30)))
             if shared and j == 0 and i < 2:
                 parts.append("## Shared\n\nThe same words in two places. marker-shared\n\n")
                 names.append("shared")
                 continue
-            parts.append(f"{'#' * level} {word.title()} {j}\n\n{filler}. marker-{i}-{j}\n\n")
+            paragraphs = []
+            for k in range(draw(st.integers(1, 4))):  # long sections can be cut between blocks
+                filler = " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=30)))
+                paragraphs.append(f"{filler}. marker-{i}-{j}-{k}\n\n")
+                if draw(st.integers(0, 5)) == 0:
+                    paragraphs.append(f"```\n{filler}\n\n{filler}\n```\n\n")
+            parts.append(f"{'#' * level} {word.title()} {j}\n\n" + "".join(paragraphs))
             names.append(f"{word}-{j}")
         rels: dict[str, str] = {}
         for predicate in draw(st.lists(st.sampled_from(["supersedes", "depends-on", "related", "derived-from"]), max_size=2, unique=True)):
@@ -111,6 +116,19 @@ def test_no_text_is_printed_twice(case):
     _, selection, _ = run(world, rows, budget, query)
     for marker in set(re.findall(r"marker-[\w-]+", selection.text)):
         assert selection.text.count(marker + "\n") <= 1, marker
+
+
+@FAST
+@given(worlds())
+def test_a_cut_block_never_splits_a_code_fence_and_names_the_rest(case):
+    world, rows, budget, query = case
+    _, selection, _ = run(world, rows, budget, query)
+    for block in re.split(r"(?m)^>>> ", selection.text)[1:]:
+        assert block.count("```") % 2 == 0, block
+        rest = re.search(r"^\[… ~(\d+) tokens more: fetch (\S+)\]$", block, re.M)
+        if rest:
+            assert int(rest.group(1)) > 0
+            assert rest.group(2) == block.split()[0]  # the rest is in the block's own section
 
 
 @FAST
@@ -183,7 +201,7 @@ def test_every_row_is_shown_noted_or_counted(case):
     if selection.omitted:
         assert omitted_note, text
         listed = [item for item in omitted_note.group(1).split(", ") if "tokens)" in item]
-        more = re.search(r"\+(\d+) more|(\d+) blocks", omitted_note.group(1))
+        more = re.search(r"\+(\d+) more|(\d+) blocks?", omitted_note.group(1))
         counted = len(listed) + (int(more.group(1) or more.group(2)) if more else 0)
         assert counted == len(selection.omitted)
 
@@ -282,3 +300,49 @@ def test_a_large_related_document_leads_with_its_opening_section():
     })
     _, selection, _ = run(world, [("/notes.md", "")], 1500, "exception groups")
     assert ">>> /groups.md/v3#abstract (via /notes.md/v3 depends-on)\n\n## Abstract\n\nThis document introduces exception groups" in selection.text
+
+
+def test_what_is_left_shows_the_leads_of_the_documents_on_the_page():
+    world = World({
+        "/adr/9.md": (
+            "# ADR 9\n\n> Superseded by ADR 12.\n\n## Context\n\nWhy we looked again.\n\n"
+            "## Abstract\n\nWe store jobs in a segment log.\n\n## Numbers\n\nIt holds 18,000 jobs per second.\n",
+            {},
+        ),
+    })
+    _, selection, _ = run(world, [("/adr/9.md", "numbers")], 1500, "jobs per second")
+    text = selection.text
+    assert text.startswith("\n>>> /adr/9.md/v3#numbers\n")  # the row's own evidence first
+    assert ">>> /adr/9.md/v3#adr-9\n\n# ADR 9\n\n> Superseded by ADR 12.\n" in text  # the banner under the title
+    assert ">>> /adr/9.md/v3#abstract\n\n## Abstract\n\nWe store jobs" in text  # an abstract before the first section
+    assert "Why we looked again" not in text
+    assert text.index("#numbers") < text.index("#adr-9") < text.index("#abstract")
+
+
+def test_a_section_that_does_not_fit_whole_prints_its_leading_blocks_and_where_the_rest_is():
+    paragraphs = "".join(f"Paragraph {i} about lease renewal and heartbeats. " * 6 + "\n\n" for i in range(12))
+    world = World({"/leases.md": ("# Leases\n\n## Renewal\n\n" + paragraphs, {})})
+    head, selection, _ = run(world, [("/leases.md", "renewal")], 500, "lease renewal")
+    text = selection.text
+    assert count_tokens(head + text) <= 500
+    assert text.startswith("\n>>> /leases.md/v3#renewal\n\n## Renewal\n\nParagraph 0 about")
+    rest = re.search(r"^\[… ~(\d+) tokens more: fetch /leases.md/v3#renewal\]$", text, re.M)
+    assert rest and int(rest.group(1)) > 100
+    assert "Paragraph 11" not in text
+    assert "did not fit" not in text and "expanded 1 of 1 rows" in text
+
+
+def test_a_related_section_target_is_not_widened_to_its_documents_lead():
+    _, selection, _ = run(CHAIN, [("/ops/restore.md", "steps")], 3000, "restore quorum")
+    assert "#quorum-check (via /ops/restore.md/v3 depends-on)" in selection.text
+    assert "Lag under" not in selection.text
+
+
+def test_related_fetches_past_the_fetch_limit_stay_within_the_budget():
+    docs = {f"/d{i}.md": (f"# Doc {i}\n\n" + "quorum snapshot words. " * 30 + "\n", {"rel-depends-on": f"/r{i}.md"}) for i in range(9)}
+    docs |= {f"/r{i}.md": (f"# Related {i}\n\nquorum text.\n", {}) for i in range(9)}
+    rows = [(f"/d{i}.md", "") for i in range(9)]
+    for budget in range(300, 1500, 37):
+        head, selection, log = run(World(docs), rows, budget, "quorum")
+        assert len(log) <= MAX_FETCHES
+        assert count_tokens(head + selection.text) <= budget, budget

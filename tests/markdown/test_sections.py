@@ -14,6 +14,7 @@ from demarkus.errors import BadRequestError
 from demarkus.markdown import (
     Outline,
     Section,
+    block_starts,
     opening_paragraph,
     outline_text,
     parse_outline,
@@ -415,3 +416,9 @@ def _plain_text(children: list[Token]) -> str:
 @given(_ANY_TEXT)
 def test_sections_partition_arbitrary_markdown_soup_exactly(body: bytes) -> None:
     _check_invariants(body)
+
+
+def test_block_starts_are_where_a_section_can_be_cut():
+    body = b"# T\n\nPara one\nline two\n\n- a\n- b\n  more\n\n```\ncode\n\ncode\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"
+    starts = block_starts(body)
+    assert [body[s:].split(b"\n", 1)[0] for s in starts] == [b"# T", b"Para one", b"- a", b"- b", b"```", b"| a | b |"]

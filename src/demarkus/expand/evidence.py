@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from ..errors import DemarkusError
 from ..index.query import content_words
-from ..markdown import PREFERRED, Outline, Section, outline_text, parse_outline, parse_relations
+from ..markdown import PREFERRED, Outline, Section, block_starts, outline_text, parse_outline, parse_relations
 from ..protocol import parse_mark_url
 from ..tokens import count_tokens
 from .rows import Fetched, FetchFn, TableRow, table_rows
@@ -66,7 +66,7 @@ def term_count(text: str, terms: Sequence[str]) -> int:
     return sum(1 for t in terms if re.search(r"(?<![^\W_])" + re.escape(t), lowered))
 
 
-@dataclass(slots=True)
+@dataclass(eq=False)
 class _Doc:
     """A fetched document and what of it is already on the page."""
 
@@ -76,6 +76,15 @@ class _Doc:
     outline: Outline
     shown: list[tuple[int, int, str]] = field(default_factory=list)
     relations_done: bool = False
+    suffix: str = ""
+    """How its blocks are headed after the location: `(via ...)` for a related document."""
+    pinned: bool = False
+    """Reached through a `path#anchor` relation: that section is what it is here for."""
+
+    @functools.cached_property
+    def cuts(self) -> list[int]:
+        """Where a long range may be cut (block and list item starts)."""
+        return block_starts(self.fetched.body)
 
     def loc(self, anchor: str = "") -> str:
         pinned = f"{self.location}/v{self.fetched.version}" if self.fetched.version else self.location
@@ -171,15 +180,47 @@ def _sections_by_terms(outline: Outline, terms: Sequence[str]) -> list[Section]:
     return [s for negcount, _, s in scored if -negcount >= floor][:SECTIONS_PER_DOCUMENT]
 
 
-def _opening(outline: Outline, terms: Sequence[str]) -> Section | None:
-    """The first section with text of its own (an abstract, a summary), when it holds a
-    query term: a document reached by a relation says first what it is."""
-    ordered = [s for s in outline.sections if s.level > 1] + [s for s in outline.sections if s.level == 1]
-    for section in ordered:  # below the title first: a title's own text is often a header block
-        text = outline.own_text(section)
-        if text[section.heading_end - section.start :].strip():
-            return section if term_count(text.decode("utf-8", errors="replace"), terms) else None
+SUMMARY_TITLES = frozenset({"abstract", "summary", "overview", "introduction", "synopsis", "tl;dr", "tldr"})
+"""Headings under which a document says what it is."""
+
+
+def _has_prose(outline: Outline, section: Section) -> bool:
+    return bool(outline.own_text(section)[section.heading_end - section.start :].strip())
+
+
+def summary_section(outline: Outline) -> Section | None:
+    """The section in which a document says what it is: one titled like an abstract, else
+    the first below the title with text of its own (a title's own text is often a banner)."""
+    below = [s for s in outline.sections if s.level > 1]
+    for section in below:
+        if section.title.strip().lower().rstrip(":") in SUMMARY_TITLES and _has_prose(outline, section):
+            return section
+    for section in [*below, *outline.sections]:
+        if _has_prose(outline, section):
+            return section
     return None
+
+
+def lead_sections(outline: Outline) -> list[Section]:
+    """What a reader sees first: the title's own text when it has some (status banners such
+    as "superseded by ..."), then the summary section."""
+    lead: list[Section] = []
+    first = outline.sections[0] if outline.sections else None
+    if first is not None and first.level == 1 and _has_prose(outline, first):
+        lead.append(first)
+    summary = summary_section(outline)
+    if summary is not None and summary not in lead:
+        lead.append(summary)
+    return lead
+
+
+def _opening(outline: Outline, terms: Sequence[str]) -> Section | None:
+    """The summary section, when it holds a query term: a document reached by a relation
+    says first what it is."""
+    section = summary_section(outline)
+    if section is None:
+        return None
+    return section if term_count(outline.own_text(section).decode("utf-8", errors="replace"), terms) else None
 
 
 def candidates_for(doc: _Doc, anchor: str, terms: Sequence[str], *, related: bool = False) -> list[list[_Candidate]] | str:
@@ -215,6 +256,17 @@ def candidates_for(doc: _Doc, anchor: str, terms: Sequence[str], *, related: boo
 # --- the selection ----------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    """A block that did not fit whole: its leading blocks may still fit at the end."""
+
+    doc: _Doc
+    candidate: _Candidate
+    label: str
+    """Its entry in the omission note."""
+    related: bool
+
+
 @dataclass
 class _Page:
     """Everything printed so far, and the bookkeeping the closing notes report.
@@ -240,6 +292,8 @@ class _Page:
     may_hit_fetch_limit: bool = False
     texts: dict[str, str] = field(default_factory=dict)
     """sha256 of printed evidence text -> first location."""
+    pending: list[_Pending] = field(default_factory=list)
+    """Blocks that did not fit whole, in the order they had their turn."""
 
     def __post_init__(self) -> None:
         self.head_tokens = count_tokens(self.head + "\n")
@@ -250,11 +304,11 @@ class _Page:
             count = max(len(self.omitted), 99 if reserve else 0)
             shown = self.omitted[:listed]
             more = count - len(shown)
-            items = ", ".join(shown) + (f" +{more} more" if shown and more else f"{more} blocks" if not shown else "")
+            items = ", ".join(shown) + (f" +{more} more" if shown and more else f"{more} block{'s' if more != 1 else ''}" if not shown else "")
             lines.append(render_line(f"note: did not fit: {items}"))
         if self.fetch_limited or (reserve and self.may_hit_fetch_limit):
             count = max(self.fetch_limited, 99 if reserve else 0)
-            lines.append(render_line(f"note: fetch limit of {MAX_FETCHES} documents reached; {count} later rows not fetched"))
+            lines.append(render_line(f"note: fetch limit of {MAX_FETCHES} documents reached; {count} not fetched"))
         return "".join(lines)
 
     def _closing(self, used: int, *, reserve: bool = False) -> str:
@@ -368,31 +422,33 @@ def _relation_lines(doc: _Doc) -> tuple[list[str], list[tuple[str, str, str]]]:
     return lines, follow
 
 
-def _show(page: _Page, doc: _Doc, groups: list[list[_Candidate]], suffix: str = "") -> tuple[bool, int]:
+def _show(page: _Page, doc: _Doc, groups: list[list[_Candidate]]) -> tuple[bool, int, list[_Candidate]]:
     """Print each group's first alternative that fits. Returns whether anything of the
-    document is now on the page for this row, and the tokens of the smallest block that
-    did not fit (for the omission note)."""
+    document is now on the page for this row, the tokens of the smallest block that did
+    not fit (for the omission note), and the first alternative of each group that did not."""
     shown_any = False
     missing = 0
+    unfit: list[_Candidate] = []
     for group in groups:
         costs: list[int] = []
         for cand in group:
-            outcome = _show_one(page, doc, cand, suffix)
+            outcome = _show_one(page, doc, cand)
             if isinstance(outcome, bool):
                 shown_any = shown_any or outcome
                 break
             costs.append(outcome)
         else:
             missing = min(costs) if not missing else min(missing, *costs)
-    return shown_any, missing
+            unfit.append(group[0])
+    return shown_any, missing, unfit
 
 
-def _show_one(page: _Page, doc: _Doc, cand: _Candidate, suffix: str) -> bool | int:
+def _show_one(page: _Page, doc: _Doc, cand: _Candidate) -> bool | int:
     """True when the candidate (or a line standing for it) is on the page, False when it
     is covered but even that line did not fit, else the tokens its block would need."""
     loc = doc.loc(cand.anchor)
     if cand.text is not None:
-        block = render_block(loc + suffix, cand.text)
+        block = render_block(loc + doc.suffix, cand.text)
         return True if page.add(block) else count_tokens(block)
     covered = doc.covering(cand.start, cand.end)
     if covered is not None:
@@ -403,18 +459,85 @@ def _show_one(page: _Page, doc: _Doc, cand: _Candidate, suffix: str) -> bool | i
     text, elided, printed = doc.uncovered(cand.start, cand.end, page.texts)
     if cand.note:
         text = text.rstrip("\n") + "\n\n" + cand.note + "\n"
-    block = render_block(loc + suffix, text)
+    block = render_block(loc + doc.suffix, text)
     if not page.add(block):
         return count_tokens(block)
-    doc.shown.append((cand.start, cand.end, loc))
-    if not elided:
-        page.texts.setdefault(digest, loc)
-    body = doc.fetched.body
-    for section in printed:  # their own text is on the page; the subtree too unless elided
-        page.texts.setdefault(_digest(body[section.start : section.own_end]), doc.loc(section.anchor))
-        if not any(s < section.end and section.start < e for s, e, _ in elided):
-            page.texts.setdefault(_digest(body[section.start : section.end]), doc.loc(section.anchor))
+    _remember(page, doc, cand.start, cand.end, loc, elided, printed)
     return True
+
+
+def _remember(page: _Page, doc: _Doc, start: int, end: int, loc: str,
+              elided: list[tuple[int, int, str]], printed: list[Section]) -> None:
+    """Record [start, end) of `doc` as on the page, and the texts printed whole in it."""
+    doc.shown.append((start, end, loc))
+    body = doc.fetched.body
+    if not elided:
+        page.texts.setdefault(_digest(body[start:end]), loc)
+    for section in printed:  # their own text is on the page; the subtree too unless elided or cut
+        page.texts.setdefault(_digest(body[section.start : section.own_end]), doc.loc(section.anchor))
+        if section.end <= end and not any(s < section.end and section.start < e for s, e, _ in elided):
+            page.texts.setdefault(_digest(body[section.start : section.end]), doc.loc(section.anchor))
+
+
+def _show_leading(page: _Page, doc: _Doc, cand: _Candidate) -> bool:
+    """Print the longest run of leading blocks of the candidate that fits, closed by a
+    line naming how much is left and where: the budget is used, never overrun."""
+    if cand.text is not None or doc.covering(cand.start, cand.end) is not None:
+        return False
+    cuts = [c for c in doc.cuts if cand.start < c < cand.end][1:]  # the first block is the heading
+    loc = doc.loc(cand.anchor)
+    body = doc.fetched.body
+
+    def attempt(cut: int) -> tuple[str, list[tuple[int, int, str]], list[Section]]:
+        text, elided, printed = doc.uncovered(cand.start, cut, page.texts)
+        rest = count_tokens(body[cut : cand.end].decode("utf-8", errors="replace"))
+        tail = f"[… ~{rest} tokens more: fetch {loc}]"
+        return render_block(loc + doc.suffix, text.rstrip("\n") + "\n\n" + tail), elided, printed
+
+    low, high, best = 0, len(cuts) - 1, None
+    while low <= high:  # the longest prefix that fits; token counts grow with the prefix
+        middle = (low + high) // 2
+        block, elided, printed = attempt(cuts[middle])
+        if page.fits(block):
+            best, low = (cuts[middle], block, elided, printed), middle + 1
+        else:
+            high = middle - 1
+    if best is None:
+        return False
+    cut, block, elided, printed = best
+    page.add(block)
+    _remember(page, doc, cand.start, cut, loc, elided, [p for p in printed if p.own_end <= cut])
+    return True
+
+
+def _fill(page: _Page, docs: list[_Doc]) -> list[_Doc]:
+    """Spend what is left of the budget, after every row and related document had its
+    turn: first the leads (banner, summary) of the documents on the page, in page order,
+    whole or their leading blocks; then the leading blocks of what did not fit whole.
+    Returns related documents that printed here for the first time."""
+    for doc in (d for d in docs if not d.pinned):
+        for section in lead_sections(doc.outline):
+            cand = _Candidate(section.anchor, section.start, section.own_end)
+            if doc.covering(cand.start, cand.end) is not None or _digest(doc.fetched.body[cand.start : cand.end]) in page.texts:
+                continue
+            if _show_one(page, doc, cand) is not True:
+                _show_leading(page, doc, cand)
+    newly: list[_Doc] = []
+    for item in page.pending:
+        if item.related and item.doc not in docs and page.related >= MAX_RELATED:
+            continue
+        if not _show_leading(page, item.doc, item.candidate):
+            continue
+        if item.label in page.omitted:
+            page.omitted.remove(item.label)
+        if item.related:
+            if item.doc not in docs and item.doc not in newly:
+                page.related += 1
+                newly.append(item.doc)
+        else:
+            page.expanded_rows += 1
+        _print_relations(page, item.doc)
+    return newly
 
 
 async def expand(head: str, query: str, budget: int, fetch: FetchFn) -> str:
@@ -431,7 +554,8 @@ async def select_evidence(head: str, query: str, budget: int, fetch: FetchFn) ->
     page = _Page(head=head, budget=budget, rows=len(rows))
     head_tokens = count_tokens(head)
     fetcher = _Fetcher(fetch)
-    page.may_hit_fetch_limit = len({row.path for row in rows}) > MAX_FETCHES
+    # related documents fetch too: reserve the note whenever rows and hops could pass the limit
+    page.may_hit_fetch_limit = len({row.path for row in rows}) + MAX_RELATED > MAX_FETCHES
     if page.head_tokens + page.reserved() > budget:
         note = await _table_too_large(head_tokens, budget, rows, fetcher, terms)
         if head_tokens <= budget and count_tokens(head + note) > budget:
@@ -453,17 +577,21 @@ async def select_evidence(head: str, query: str, budget: int, fetch: FetchFn) ->
         if isinstance(candidates, str):
             page.add(render_line(f"note: {candidates}"))
             continue
-        printed, cost = _show(page, got, candidates)
+        printed, cost, unfit = _show(page, got, candidates)
         if printed:
             page.expanded_rows += 1
             if got not in order:
                 order.append(got)
             _print_relations(page, got)
         else:
-            page.omitted.append(f"{row.path}{'#' + row.anchor if row.anchor else ''} (~{cost} tokens)")
+            label = f"{row.path}{'#' + row.anchor if row.anchor else ''} (~{cost} tokens)"
+            page.omitted.append(label)
+            page.pending.extend(_Pending(got, cand, label, related=False) for cand in unfit[:1])
 
     related = await _related_hop(page, order, in_table, fetcher, terms)
-    return Selection(page.text(), tuple(fetcher.order), tuple(related), page.expanded_rows, tuple(page.omitted), page.fetch_limited)
+    on_page = order + [doc for doc in related if doc not in order]
+    related += _fill(page, on_page)
+    return Selection(page.text(), tuple(fetcher.order), tuple(doc.location for doc in related), page.expanded_rows, tuple(page.omitted), page.fetch_limited)
 
 
 def _print_relations(page: _Page, doc: _Doc) -> None:
@@ -475,10 +603,10 @@ def _print_relations(page: _Page, doc: _Doc) -> None:
         page.add(render_line(f"rel: {doc.loc()} declares {len(lines)} relations; fetch it to see them"))
 
 
-async def _related_hop(page: _Page, order: list[_Doc], in_table: set[str], fetcher: _Fetcher, terms: Sequence[str]) -> list[str]:
+async def _related_hop(page: _Page, order: list[_Doc], in_table: set[str], fetcher: _Fetcher, terms: Sequence[str]) -> list[_Doc]:
     """Up to MAX_RELATED same-authority targets of the expanded documents, one hop."""
     seen: set[str] = set()
-    expanded: list[str] = []
+    expanded: list[_Doc] = []
     for doc in order:
         if page.related >= MAX_RELATED:
             break
@@ -500,14 +628,16 @@ async def _related_hop(page: _Page, order: list[_Doc], in_table: set[str], fetch
             if isinstance(candidates, str):
                 page.add(render_line(f"note: {candidates}"))
                 continue
-            suffix = f" (via {doc.loc()} {predicate})"
-            printed, cost = _show(page, got, candidates, suffix)
+            got.suffix, got.pinned = f" (via {doc.loc()} {predicate})", bool(fragment)
+            printed, cost, unfit = _show(page, got, candidates)
             if printed:
                 page.related += 1
-                expanded.append(location)
+                expanded.append(got)
                 _print_relations(page, got)
             else:
-                page.omitted.append(f"{location}{'#' + fragment if fragment else ''} (~{cost} tokens)")
+                label = f"{location}{'#' + fragment if fragment else ''} (~{cost} tokens)"
+                page.omitted.append(label)
+                page.pending.extend(_Pending(got, cand, label, related=True) for cand in unfit[:1])
     return expanded
 
 

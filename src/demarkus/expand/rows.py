@@ -78,3 +78,33 @@ def table_rows(table: str) -> list[TableRow]:
             end += 1
         rows.append(_split_location(first[:end]))
     return rows
+
+
+def _cells_end(line: str) -> list[int]:
+    """Offsets of the unescaped ` | ` cell separators of a table line."""
+    seps: list[int] = []
+    escaped = False
+    for index, ch in enumerate(line):
+        if escaped:
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch == "|" and index > 0:
+            seps.append(index)
+    return seps
+
+
+def drop_snippets(table: str) -> str:
+    """The table without its Snippet column: with a budget, the evidence blocks show the
+    text a snippet would preview, so the column would print the same bytes twice."""
+    lines = table.split("\n")
+    if not any(line.startswith("| Path |") and line.rstrip().endswith("| Snippet |") for line in lines):
+        return table
+    out: list[str] = []
+    for line in lines:
+        if line.startswith("|"):
+            seps = _cells_end(line)
+            if len(seps) >= 2:
+                line = line[: seps[-2] + 1]
+        out.append(line)
+    return "\n".join(out)

@@ -30,6 +30,7 @@ _VERSIONS_HEADER = re.compile(r"^(# Version History: )(/.*)$", re.MULTILINE)
 _VERSION_LINK = re.compile(r"^(- \[v[0-9]+\]\()(/)", re.MULTILINE)
 _FRAME_LOCATION = re.compile(r"(?:^|(?<=[\s(]))/(?=[^\s/])")
 _SAME_TEXT = re.compile(r"(\[#[^\]\s]*: same text as )(/)(?=\S* above\])")
+_REST = re.compile(r"^(\[… ~[0-9]+ tokens more: fetch )(/)(?=\S*\]$)")
 
 
 def world_prefix(world: str) -> str:
@@ -61,6 +62,8 @@ def qualify_expansion(text: str, world: str) -> str:
             lines[index] = FRAME + _FRAME_LOCATION.sub(prefix + "/", line[len(FRAME):])
         elif "same text as /" in line:
             lines[index] = _SAME_TEXT.sub(lambda m: m.group(1) + prefix + m.group(2), line)
+        elif line.startswith("[… ~"):
+            lines[index] = _REST.sub(lambda m: m.group(1) + prefix + m.group(2), line)
     return "\n".join(lines)
 
 

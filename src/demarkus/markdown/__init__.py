@@ -5,6 +5,7 @@ from .relations import PREFERRED, Relation, RejectedRelation, parse_relations
 from .sections import (
     Outline,
     Section,
+    block_starts,
     opening_paragraph,
     outline_text,
     parse_outline,
@@ -19,6 +20,7 @@ __all__ = [
     "Relation",
     "Section",
     "Target",
+    "block_starts",
     "extract_links",
     "opening_paragraph",
     "outline_text",

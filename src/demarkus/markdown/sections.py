@@ -172,6 +172,24 @@ def opening_paragraph(body: bytes) -> str:
     return ""
 
 
+def block_starts(body: bytes) -> list[int]:
+    """Byte offsets where a top-level block or an item of a top-level list starts, in
+    order: the places a long section can be cut without splitting a code fence, a
+    table or a list item.
+
+    Raises:
+        BadRequestError: `body` is not UTF-8.
+    """
+    parsed = parse_body(body, inline=False)
+    starts: set[int] = set()
+    for token in parsed.tokens:
+        if not token.map:
+            continue
+        if token.level == 0 or (token.type == "list_item_open" and token.level == 1):
+            starts.add(parsed.line_starts[token.map[0]])
+    return sorted(starts)
+
+
 # --- shared with links.py -----------------------------------------------------------------
 
 

@@ -14,7 +14,7 @@ from typing import Protocol
 
 from ..backend import Backend
 from ..errors import BadRequestError, DemarkusError
-from ..expand import Fetched, expand
+from ..expand import Fetched, drop_snippets, expand
 from ..graph import GraphStore, observe_document
 from ..graph.card import (
     render_backlinks,
@@ -197,7 +197,9 @@ class Tools:
             extra["note"] = "answered from the catalog: this authority has no body match"
         text = envelope(response.status, response.metadata, response.text, keys=LOOKUP_KEYS, verbose=verbose, extra=extra)
         if budget > 0 and response.status == Status.OK:
-            # The budget covers the whole result: envelope and table included.
+            # The budget covers the whole result: envelope and table included. The evidence
+            # shows what the snippets preview, so the table drops that column.
+            text = drop_snippets(text)
             text += await expand(text, query, budget, self._fetcher(target))
         return text
 
