@@ -479,12 +479,18 @@ def _remember(page: _Page, doc: _Doc, start: int, end: int, loc: str,
             page.texts.setdefault(_digest(body[section.start : section.end]), doc.loc(section.anchor))
 
 
-def _show_leading(page: _Page, doc: _Doc, cand: _Candidate) -> bool:
-    """Print the longest run of leading blocks of the candidate that fits, closed by a
-    line naming how much is left and where: the budget is used, never overrun."""
+def _show_leading(page: _Page, doc: _Doc, cand: _Candidate, most: int | None = None) -> bool:
+    """Print the longest run of leading blocks of the candidate that fits (at most `most`
+    blocks past what is already shown), closed by a line naming how much is left and
+    where: the budget is used, never overrun."""
     if cand.text is not None or doc.covering(cand.start, cand.end) is not None:
         return False
-    cuts = [c for c in doc.cuts if cand.start < c < cand.end][1:]  # the first block is the heading
+    shown_to = max((e for s, e, _ in doc.shown if s <= cand.start < e), default=cand.start)
+    cuts = [c for c in doc.cuts if shown_to < c < cand.end][1:]  # the first block is the heading
+    if most is not None:
+        if len(cuts) < most:
+            return False
+        cuts = cuts[:most]
     loc = doc.loc(cand.anchor)
     body = doc.fetched.body
 
@@ -512,16 +518,19 @@ def _show_leading(page: _Page, doc: _Doc, cand: _Candidate) -> bool:
 
 def _fill(page: _Page, docs: list[_Doc]) -> list[_Doc]:
     """Spend what is left of the budget, after every row and related document had its
-    turn: first the leads (banner, summary) of the documents on the page, in page order,
-    whole or their leading blocks; then the leading blocks of what did not fit whole.
+    turn: first the leads (banner, summary) of the documents on the page, in page order:
+    every lead's first paragraph, then the rest of each, whole or its leading blocks; then
+    the leading blocks of what did not fit whole.
     Returns related documents that printed here for the first time."""
-    for doc in (d for d in docs if not d.pinned):
-        for section in lead_sections(doc.outline):
-            cand = _Candidate(section.anchor, section.start, section.own_end)
+    leads = [(doc, _Candidate(s.anchor, s.start, s.own_end)) for doc in docs if not doc.pinned for s in lead_sections(doc.outline)]
+    for most in (1, None):  # every lead's first paragraph, then the rest of each
+        for doc, cand in leads:
             if doc.covering(cand.start, cand.end) is not None or _digest(doc.fetched.body[cand.start : cand.end]) in page.texts:
                 continue
-            if _show_one(page, doc, cand) is not True:
-                _show_leading(page, doc, cand)
+            if most is None or len([c for c in doc.cuts if cand.start < c < cand.end]) <= 1:
+                if _show_one(page, doc, cand) is True:
+                    continue
+            _show_leading(page, doc, cand, most)
     newly: list[_Doc] = []
     for item in page.pending:
         if item.related and item.doc not in docs and page.related >= MAX_RELATED:
