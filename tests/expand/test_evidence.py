@@ -346,3 +346,17 @@ def test_related_fetches_past_the_fetch_limit_stay_within_the_budget():
         head, selection, log = run(World(docs), rows, budget, "quorum")
         assert len(log) <= MAX_FETCHES
         assert count_tokens(head + selection.text) <= budget, budget
+
+
+def test_a_budgeted_table_drops_the_snippet_column_and_keeps_escaped_pipes():
+    from demarkus.expand import drop_snippets, table_rows
+
+    head = envelope("ok", {"matches": "1"}, render_lookup(
+        "q", "/", [LookupRow("/a|b.md", 0.8, "T | U", ("t",), anchor="x", heading="H", snippet="snip | pet")], body_match=True,
+    ), keys=("matches",))
+    table = drop_snippets(head)
+    assert "| Path | Importance | Title | Tags |\n|------|------------|-------|------|\n" in table
+    assert "| /a\\|b.md#x | 0.80 | T \\| U › H | t |\n" in table
+    assert "snip" not in table and table_rows(table) == table_rows(head)
+    catalog = envelope("ok", {"matches": "1"}, render_lookup("q", "/", [LookupRow("/a.md", 0.8, "T", ("t",))], body_match=False), keys=("matches",))
+    assert drop_snippets(catalog) == catalog
