@@ -121,3 +121,36 @@ def test_verdict_rejects_direct_regressions_costlier_categories_and_unexercised_
     assert any("tokens per correct not lower" in r for r in costlier["verdict"]["reasons"])
     idle = rules.compare(before, report(mcp="b", tokens=1000))
     assert not idle["verdict"]["feature_exercised"] and not idle["verdict"]["accepted"]
+
+
+def rescored(built: dict, scorer: str = "5") -> dict:
+    return {**built, "rescored_from_sha256": "sha256-" + "4" * 64, "rescored_at": "2026-01-02T00:00:00Z",
+            "scorer_implementation_sha256": "sha256-" + scorer * 64}
+
+
+@pytest.mark.parametrize("rule", [rules.compare, rules.compare_policies, rules.side_by_side])
+def test_rescored_provenance_must_match_on_both_sides(rule) -> None:  # type: ignore[no-untyped-def]
+    before = report("graph-section-first-v1" if rule is rules.compare_policies else "graph-budget-first-v1",
+                    mcp="a", tokens=3000, explore=1)
+    after = report(mcp="a" if rule is rules.compare_policies else "b", tokens=1500, expansions=1)
+    assert rule(rescored(before), rescored(after))["kind"]
+    with pytest.raises(rules.Refused, match="only after is rescored"):
+        rule(before, rescored(after))
+    with pytest.raises(rules.Refused, match="only before is rescored"):
+        rule(rescored(before), after)
+    with pytest.raises(rules.Refused, match="different scorer implementations"):
+        rule(rescored(before), rescored(after, scorer="6"))
+    partial = rescored(after)
+    del partial["scorer_implementation_sha256"]
+    with pytest.raises(rules.Refused, match="incomplete rescore provenance"):
+        rule(rescored(before), partial)
+    with pytest.raises(ValueError, match="incomplete rescore provenance"):
+        validate_report(partial)
+
+
+def test_a_report_of_another_format_or_shape_is_rejected_by_name() -> None:
+    built = report()
+    with pytest.raises(ValueError, match="report format 'demarkus-answer-report-v2' is not supported"):
+        validate_report({**built, "format": "demarkus-answer-report-v2"})
+    with pytest.raises(ValueError, match="not a report"):
+        validate_report([built])  # type: ignore[arg-type]

@@ -1,35 +1,53 @@
-"""The oracle reads the demo world under both policies, end to end: fresh store, a real
-QUIC authority, a real `demarkus mcp` subprocess per attempt, scored reports."""
+"""The three arms end to end with the oracle on the demo world (fixtures in conftest): fresh
+store, a real QUIC authority, a real `demarkus mcp` subprocess per attempt (v0.1.0's for A
+and B, this tree's for C), scored reports, and the three comparisons on those reports."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from demarkus.eval import compare as rules
-from demarkus.eval.runner import RunConfig, RunRefused, run_eval
+from demarkus.eval.cli import eval_group
 from demarkus.eval.report import load_report
+from demarkus.eval.runner import (
+    RunConfig,
+    RunRefused,
+    implementation_hashes,
+    mcp_package_dir,
+    package_dir,
+    run_eval,
+)
 from demarkus.worlds import demo_world_path
 
-
-@pytest.fixture(scope="module")
-def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    import asyncio
-
-    out: dict[str, Path] = {}
-    for policy in ("graph-section-first-v1", "graph-budget-first-v1"):
-        folder = tmp_path_factory.mktemp(policy)
-        asyncio.run(run_eval(RunConfig(world=demo_world_path(), output=folder / "run", policy=policy, echo=lambda _: None)))
-        out[policy] = folder / "run"
-    return out
+from .conftest import ARMS, REPO
 
 
-def test_both_policies_answer_every_demo_question(reports: dict[str, Path]) -> None:
-    for policy, folder in reports.items():
+def test_the_baseline_environment_imports_the_v0_1_0_package(baseline_bin: Path, baseline_commit_id: str) -> None:
+    root = baseline_bin.parent.parent
+    package = mcp_package_dir(str(baseline_bin))
+    assert package.is_relative_to(root.resolve()) and package != package_dir()
+    for part in ("mcp/tools.py", "expand/__init__.py", "cli.py"):
+        original = subprocess.run(["git", "-C", str(REPO), "show", f"{baseline_commit_id}:src/demarkus/{part}"],
+                                  check=True, capture_output=True).stdout
+        assert (package / part).read_bytes() == original, part
+    # the command the runner starts is that copy too (not this tree's editable install)
+    done = subprocess.run([str(baseline_bin), "mcp", "--help"], check=False, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "Serve the MCP tools" in done.stdout
+    baseline, current = implementation_hashes("oracle", str(baseline_bin)), implementation_hashes("oracle", None)
+    assert baseline["mcp"] != current["mcp"]
+    assert {k: baseline[k] for k in ("server", "runner", "reader")} == {k: current[k] for k in ("server", "runner", "reader")}
+
+
+def test_every_arm_answers_every_demo_question(arms: dict[str, Path]) -> None:
+    for name, folder in arms.items():
+        policy = ARMS[name][0]
         report = load_report(folder / "report.json")
         assert report["spec"]["reader_policy"] == policy
-        assert report["summary"]["correct"] == 10, [(a["task"], a["score"]["reasons"]) for a in report["attempts"]]
+        assert report["summary"]["correct"] == 10, (name, [(a["task"], a["score"]["reasons"]) for a in report["attempts"]])
         assert report["lifecycle"]["startup_verified"] and report["lifecycle"]["server_stayed_up"]
         assert report["lifecycle"]["tool_names"] == ["mark_backlinks", "mark_explore", "mark_fetch", "mark_list",
                                                       "mark_lookup", "mark_versions"]
@@ -42,17 +60,46 @@ def test_both_policies_answer_every_demo_question(reports: dict[str, Path]) -> N
         assert (folder / "chart.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
 
 
-def test_budget_first_spends_fewer_tokens_and_uses_relation_expansions(reports: dict[str, Path]) -> None:
-    a = load_report(reports["graph-section-first-v1"] / "report.json")
-    b = load_report(reports["graph-budget-first-v1"] / "report.json")
-    assert b["summary"]["known_total_tokens"] < a["summary"]["known_total_tokens"]
-    assert b["summary"]["relation_expansions"] > 0
+def test_the_arms_differ_only_where_each_comparison_needs(arms: dict[str, Path]) -> None:
+    a, b, c = (load_report(arms[n] / "report.json") for n in "ABC")
+    ha, hb, hc = (r["implementation_hashes"] for r in (a, b, c))
+    assert ha == hb, "A and B run the same software"
+    assert hb["mcp"] != hc["mcp"] and all(hb[k] == hc[k] for k in ("server", "runner", "reader"))
+    assert hc["mcp"] == implementation_hashes("oracle", None)["mcp"]
+    assert b["spec"] == c["spec"]
+    assert {k: v for k, v in a["spec"].items() if not k.startswith("reader_p")} == \
+        {k: v for k, v in b["spec"].items() if not k.startswith("reader_p")}
+
+
+def test_the_three_comparisons_run_on_the_real_reports(arms: dict[str, Path]) -> None:
+    a, b, c = (load_report(arms[n] / "report.json") for n in "ABC")
+    software = rules.compare(b, c)
+    assert software["kind"] == "compare" and software["regressed_tasks"] == []
+    assert software["verdict"]["feature_exercised"] and c["summary"]["relation_expansions"] > 0
+    ablation = rules.compare_policies(a, b)
+    assert (ablation["before_policy"], ablation["after_policy"]) == ("graph-section-first-v1", "graph-budget-first-v1")
+    assert ablation["tokens_per_correct_change_percent"] < 0, "budget-first spends less than section-first"
     assert a["summary"]["tool_calls_by_tool"].get("mark_explore", 0) > 0
-    result = rules.compare_policies(a, b)
-    assert result["tokens_per_correct_change_percent"] < 0
-    assert result["verdict"]["feature_exercised"]
-    with pytest.raises(rules.Refused, match="mcp hash is equal|run specs differ"):
-        rules.compare(a, b)
+    table = rules.side_by_side(a, c)
+    assert "not a controlled comparison" in table["note"] and table["regressed_tasks"] == []
+    runner = CliRunner()
+    for command, before, after in (("compare", "B", "C"), ("compare-policies", "A", "B"), ("side-by-side", "A", "C")):
+        done = runner.invoke(eval_group, [command, str(arms[before] / "report.json"), str(arms[after] / "report.json")])
+        assert done.exit_code == 0, done.output
+        assert done.output.startswith(f"# {command}") and "verdict:" in done.output
+
+
+@pytest.mark.parametrize("rule, before, after, message", [
+    (rules.compare, "B", "B", "mcp hash is equal"),
+    (rules.compare, "A", "B", "run specs differ in: reader_policy, reader_prompt_hash"),
+    (rules.compare, "A", "C", "run specs differ in: reader_policy, reader_prompt_hash"),
+    (rules.compare_policies, "B", "C", "these differ: mcp"),
+    (rules.compare_policies, "A", "C", "these differ: mcp"),
+])
+def test_the_real_reports_are_refused_where_the_rules_say(arms: dict[str, Path], rule, before, after,  # type: ignore[no-untyped-def]
+                                                          message) -> None:
+    with pytest.raises(rules.Refused, match=message):
+        rule(load_report(arms[before] / "report.json"), load_report(arms[after] / "report.json"))
 
 
 async def test_a_run_refuses_a_used_output_directory(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""`demarkus eval`: run, compare, compare-policies, side-by-side."""
+"""`demarkus eval`: run, compare, compare-policies, side-by-side, rescore, export-metrics, chart."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from ..errors import ConfigError
 from . import compare as rules
 from .report import load_report
 
@@ -92,3 +93,70 @@ def compare_policies_command(before: Path, after: Path, as_json: bool) -> None:
 def side_by_side_command(before: Path, after: Path, as_json: bool) -> None:
     """A table of two runs of one world (not a controlled comparison)."""
     _run_rule(rules.side_by_side, before, after, as_json)
+
+
+_file = click.Path(dir_okay=False, path_type=Path)
+
+
+@eval_group.command(name="rescore")
+@click.argument("original", type=_file)
+@click.argument("new", type=_file)
+@click.option("--world", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="The frozen world the run used (default: the packaged demo world, if the report names it).")
+@click.option("--corpus", type=_file, default=None, help="The corpus.jsonl the run used (its sha256 must match).")
+@click.option("--questions", type=_file, default=None, help="The questions.json the run used (its sha256 must match).")
+@click.option("--rubric", type=_file, default=None,
+              help="The rubric to grade with, e.g. a corrected one; it becomes the report's rubric fingerprint.")
+def rescore_command(original: Path, new: Path, world: Path | None, corpus: Path | None, questions: Path | None,
+                    rubric: Path | None) -> None:
+    """Grade ORIGINAL's traces again with this scorer into the new report NEW (no reader runs)."""
+    from .rescore import rescore
+
+    try:
+        report = rescore(original, new, world=world, corpus=corpus, questions=questions, rubric=rubric)
+    except (ValueError, ConfigError) as exc:
+        raise click.ClickException(f"refused: {exc}") from exc
+    s = report["summary"]
+    click.echo(f"{s['correct']}/{s['attempts']} correct after rescoring; tokens per correct "
+               f"{s['tokens_per_correct_answer']}; report in {new} (rescored from {report['rescored_from_sha256']})")
+
+
+@eval_group.command(name="export-metrics")
+@click.argument("private", type=_file)
+@click.argument("new", type=_file)
+def export_metrics_command(private: Path, new: Path) -> None:
+    """Write PRIVATE's counts and grades, without retrieved text, arguments, answers or diagnostics, to NEW."""
+    from .metrics import export
+
+    try:
+        report = export(private, new)
+    except (ValueError, ConfigError) as exc:
+        raise click.ClickException(f"refused: {exc}") from exc
+    click.echo(f"metrics-only report in {new} ({report['summary']['attempts']} attempts, "
+               f"source {report['source_report_sha256']})")
+
+
+@eval_group.command(name="chart")
+@click.argument("output", type=_file)
+@click.argument("arms", nargs=-1, required=True)
+@click.option("--title", default=None, help="The chart title (default: the world and what is plotted).")
+def chart_command(output: Path, arms: tuple[str, ...], title: str | None) -> None:
+    """Draw tokens per correct answer and turns by category for each arm into the PNG OUTPUT.
+
+    Each arm is NAME=REPORT (e.g. "A: v0.1.0, section-first=runs/A/report.json") or a bare
+    REPORT, named after its policy and MCP hash.
+    """
+    from .chart import arm_label, chart_png
+
+    loaded = []
+    try:
+        for arm in arms:
+            name, sep, path = arm.rpartition("=")
+            report = load_report(Path(path if sep else arm))
+            loaded.append((name if sep and name else arm_label(report), report))
+        png = chart_png(loaded, title)
+    except ValueError as exc:
+        raise click.ClickException(f"refused: {exc}") from exc
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_bytes(png)
+    click.echo(f"chart of {len(loaded)} arms in {output}")

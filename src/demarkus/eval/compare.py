@@ -7,10 +7,11 @@
   are blanked; the policies differ.
 - `side_by_side A C`: same world and scoring only; a table, never a controlled result.
 
-All three need complete cohorts (every scheduled attempt, identical task -> category
-maps) and complete usage, then report the tokens-per-correct change overall and per
-category, regressed tasks and categories, and the acceptance verdict with the
-feature-exercised gate.
+All three need equal rescore provenance (both reports rescored with the same scorer
+implementation, or neither: a grading correction is not an optimisation gain), complete
+cohorts (every scheduled attempt, identical task -> category maps) and complete usage,
+then report the tokens-per-correct change overall and per category, regressed tasks and
+categories, and the acceptance verdict with the feature-exercised gate.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .policies import POLICIES
-from .report import MULTI_DOCUMENT
+from .report import MULTI_DOCUMENT, RESCORE_FIELDS, is_rescored
 
 NOTE = "Point estimates only: repeats are few and readers vary; a change within noise is not a result."
 
@@ -30,6 +31,19 @@ class Refused(Exception):
 
 def _tasks(report: Mapping[str, Any]) -> dict[str, str]:
     return {a["task"]: a["category"] for a in report["attempts"]}
+
+
+def _check_provenance(before: Mapping[str, Any], after: Mapping[str, Any]) -> None:
+    """Rescored on both sides or neither, with complete provenance and the same scorer."""
+    for name, report in (("before", before), ("after", after)):
+        if is_rescored(report) and not all(report.get(key) for key in RESCORE_FIELDS):
+            raise Refused(f"{name} has incomplete rescore provenance (needs {', '.join(RESCORE_FIELDS)})")
+    rb, ra = is_rescored(before), is_rescored(after)
+    if rb != ra:
+        which = "before" if rb else "after"
+        raise Refused(f"only {which} is rescored: rescore both reports with the same scorer, or compare the originals")
+    if rb and before.get("scorer_implementation_sha256") != after.get("scorer_implementation_sha256"):
+        raise Refused("the reports were rescored by different scorer implementations; rescore both with one scorer")
 
 
 def _check_cohorts(before: Mapping[str, Any], after: Mapping[str, Any]) -> None:
@@ -53,6 +67,7 @@ def _diff_keys(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
 
 
 def compare(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
+    _check_provenance(before, after)
     if before["spec"] != after["spec"]:
         raise Refused("run specs differ in: " + ", ".join(_diff_keys(before["spec"], after["spec"])))
     hb, ha = before["implementation_hashes"], after["implementation_hashes"]
@@ -66,6 +81,7 @@ def compare(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, An
 
 
 def compare_policies(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
+    _check_provenance(before, after)
     for name, report in (("before", before), ("after", after)):
         policy = POLICIES.get(report["spec"]["reader_policy"])
         if policy is None:
@@ -91,6 +107,7 @@ def compare_policies(before: Mapping[str, Any], after: Mapping[str, Any]) -> dic
 
 
 def side_by_side(a: Mapping[str, Any], c: Mapping[str, Any]) -> dict[str, Any]:
+    _check_provenance(a, c)
     for key in ("world", "fixture_hashes", "scoring_version"):
         if a["spec"].get(key) != c["spec"].get(key):
             raise Refused(f"side by side needs the same {key}")

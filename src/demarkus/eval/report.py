@@ -1,17 +1,26 @@
 """Report format `demarkus-eval-report-v1`: summaries recomputed from attempts,
-report.json, report.md and a PNG bar chart drawn with the stdlib (zlib + struct).
+report.json, report.md and chart.png (`chart`).
+
+Two derived kinds keep the format: a rescored report (`rescore`: same traces, new grades,
+with `rescored_from_sha256`, `rescored_at` and `scorer_implementation_sha256`) and a
+metrics-only export (`metrics`: counts and grades without retrieved text, with
+`metrics_only`, `source_report_sha256` and `tool_result_tokens`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-import struct
-import zlib
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .chart import arm_label, chart_png
+
 FORMAT = "demarkus-eval-report-v1"
+RESCORE_FIELDS = ("rescored_from_sha256", "rescored_at", "scorer_implementation_sha256")
+_DIGEST = re.compile(r"sha256-[0-9a-f]{64}")
 MULTI_DOCUMENT = ("multi-document", "supersession", "lineage", "dependency")
 
 
@@ -95,17 +104,40 @@ def load_report(path: Path) -> dict[str, Any]:
     Raises:
         ValueError: the file is not a valid report (the message says what is wrong).
     """
+    return read_report(path)[1]
+
+
+def read_report(path: Path) -> tuple[bytes, dict[str, Any]]:
+    """The report's bytes (derived reports record their digest) and its validated content.
+
+    Raises:
+        ValueError: the file is missing, unreadable or not a valid report.
+    """
     try:
-        report = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: cannot read a report ({exc})") from exc
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read a report ({exc.strerror or exc})") from exc
+    try:
+        report = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: not a report: the file is not JSON ({exc})") from exc
     validate_report(report, str(path))
-    return report
+    return raw, report
+
+
+def digest(raw: bytes) -> str:
+    return "sha256-" + hashlib.sha256(raw).hexdigest()
+
+
+def is_rescored(report: Mapping[str, Any]) -> bool:
+    return any(key in report for key in RESCORE_FIELDS)
 
 
 def validate_report(report: Mapping[str, Any], name: str = "report") -> None:
-    if not isinstance(report, dict) or report.get("format") != FORMAT:
-        raise ValueError(f"{name}: not a {FORMAT} report")
+    if not isinstance(report, dict) or "format" not in report:
+        raise ValueError(f"{name}: not a report: a {FORMAT} report is a JSON object with \"format\": \"{FORMAT}\"")
+    if report["format"] != FORMAT:
+        raise ValueError(f"{name}: report format {report['format']!r} is not supported; this version reads {FORMAT}")
     spec = report.get("spec") or {}
     for key in ("world", "fixture_hashes", "reader", "reader_policy", "reader_prompt_hash", "scoring_version",
                 "steps", "timeout", "repeats", "expected_attempts"):
@@ -115,6 +147,7 @@ def validate_report(report: Mapping[str, Any], name: str = "report") -> None:
     for key in ("server", "mcp", "runner", "reader"):
         if not str(hashes.get(key, "")).startswith("sha256-"):
             raise ValueError(f"{name}: implementation hash {key} missing")
+    _validate_derivation(report, name)
     attempts = report.get("attempts") or []
     keys = [(a["task"], a["repeat"]) for a in attempts]
     if len(set(keys)) != len(keys):
@@ -125,6 +158,34 @@ def validate_report(report: Mapping[str, Any], name: str = "report") -> None:
         raise ValueError(f"{name}: summaries do not match the attempts")
 
 
+def _validate_derivation(report: Mapping[str, Any], name: str) -> None:
+    """Rescore provenance is all or nothing; a metrics-only export names its source."""
+    if is_rescored(report):
+        missing = [key for key in RESCORE_FIELDS if not report.get(key)]
+        if missing:
+            raise ValueError(f"{name}: incomplete rescore provenance (missing {', '.join(missing)})")
+        for key in ("rescored_from_sha256", "scorer_implementation_sha256"):
+            if not _DIGEST.fullmatch(str(report[key])):
+                raise ValueError(f"{name}: {key} is not a sha256- digest")
+    if "metrics_only" in report or "source_report_sha256" in report:
+        tokens = report.get("tool_result_tokens")
+        if report.get("metrics_only") is not True or not _DIGEST.fullmatch(str(report.get("source_report_sha256"))) \
+                or isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
+            raise ValueError(f"{name}: a metrics-only report needs metrics_only, source_report_sha256 and "
+                             "tool_result_tokens")
+
+
+def write_new_report(report: Mapping[str, Any], path: Path) -> None:
+    """Write report.json content to `path`, which must not exist yet (derived reports never
+    replace their source)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with Path(path).open("x", encoding="utf-8") as stream:
+            stream.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    except FileExistsError:
+        raise ValueError(f"{path} already exists; write a derived report to a new file") from None
+
+
 def _jsonish(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
@@ -133,10 +194,7 @@ def write_outputs(report: Mapping[str, Any], output: Path) -> None:
     output.mkdir(parents=True, exist_ok=True)
     (output / "report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     (output / "report.md").write_text(render_markdown(report), encoding="utf-8")
-    cats = report["categories"]
-    names = list(cats)
-    values = [cats[n]["tokens_per_correct_answer"] or 0 for n in names]
-    (output / "chart.png").write_bytes(bar_chart_png(values))
+    (output / "chart.png").write_bytes(chart_png([(arm_label(report), report)]))
 
 
 def _fmt(value: Any) -> str:
@@ -181,33 +239,6 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             f"{a['trace']['turns']} | {len(a['trace']['calls'])} | {_fmt(a['trace']['usage_total'])} | "
             f"{_fmt(a['tool_result_tokens'])} | {reasons.replace('|', '/')} |"
         )
-    lines += ["", "chart.png: tokens per correct answer per category, bars left to right in the table's order "
-              "(a missing bar = no correct answer)."]
+    lines += ["", ("chart.png: tokens per correct answer and turns per attempt by category (`n/a` = no correct "
+                   "answer); `demarkus eval chart` draws several arms side by side.")]
     return "\n".join(lines) + "\n"
-
-
-# --- a PNG bar chart with the stdlib ------------------------------------------------------------
-
-
-def bar_chart_png(values: Sequence[float], width: int = 480, height: int = 240) -> bytes:
-    """Grey background, one blue bar per value scaled to the largest, a baseline."""
-    pixels = [[(250, 250, 250)] * width for _ in range(height)]
-    margin, base = 20, height - 20
-    top = max(values, default=0) or 1
-    n = max(len(values), 1)
-    slot = (width - 2 * margin) / n
-    for i, value in enumerate(values):
-        bar_h = int((base - margin) * value / top)
-        x0, x1 = int(margin + i * slot + slot * 0.15), int(margin + (i + 1) * slot - slot * 0.15)
-        for y in range(base - bar_h, base):
-            for x in range(x0, max(x1, x0 + 1)):
-                pixels[y][x] = (52, 101, 164)
-    for x in range(margin, width - margin):
-        pixels[base][x] = (40, 40, 40)
-    raw = b"".join(b"\x00" + bytes(c for px in row for c in px) for row in pixels)
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b"")

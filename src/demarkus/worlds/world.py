@@ -142,7 +142,7 @@ class World:
         """
         path = self.root / RUBRIC
         data = _load_verified_json(path, self.rubric_sha256)
-        return _check_rubric(path, data)
+        return check_rubric(path, data)
 
 
 def open_world(path: Path) -> World:
@@ -384,7 +384,13 @@ def _check_questions(path: Path, data: Any) -> list[dict[str, Any]]:
     return data
 
 
-def _check_rubric(path: Path, data: Any) -> dict[str, Any]:
+def check_rubric(path: Path, data: Any) -> dict[str, Any]:
+    """The rubric `data` read from `path`, once its shape is valid (public: `demarkus eval
+    rescore` grades with a corrected rubric that no manifest fingerprints yet).
+
+    Raises:
+        ConfigError: an entry lacks answer, evidence or abstain, or evidence is malformed.
+    """
     if not isinstance(data, dict):
         raise ConfigError(f"{path} must hold a JSON object keyed by question id")
     for qid, entry in data.items():
