@@ -533,7 +533,7 @@ def _fill(page: _Page, docs: list[_Doc]) -> list[_Doc]:
             _show_leading(page, doc, cand, most)
     newly: list[_Doc] = []
     for item in page.pending:
-        if item.related and item.doc not in docs and page.related >= MAX_RELATED:
+        if item.related and item.doc not in docs and item.doc not in newly and page.related >= MAX_RELATED:
             continue
         if not _show_leading(page, item.doc, item.candidate):
             continue
