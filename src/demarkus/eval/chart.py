@@ -1,71 +1,37 @@
 """The evaluation chart: tokens per correct answer and turns per attempt, by category and arm.
 
-`build_figure` is pure: it lays out every box and every text label (title, axis labels,
-category ticks, legend, value labels) as data, so tests read the labels without decoding
-pixels; `Figure.png` only paints that data (`bitmap`).
+`build_figure` returns a matplotlib `Figure` made directly (no pyplot), so no global state or
+screen is involved and tests read every label (title, axis labels, category ticks, legend,
+bar values, note) back from the object instead of decoding pixels. `write_png` renders it
+with Agg at a fixed dpi and without the Software stamp, so one figure always gives the same
+bytes.
+
+Importing this module imports matplotlib (about half a second), so callers on the path of
+`demarkus mcp` import it lazily.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from .bitmap import GLYPH_HEIGHT, Bitmap, Color, text_width
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import StrMethodFormatter
 
-INK: Color = (33, 33, 33)
-GRID: Color = (225, 225, 225)
-PALETTE: tuple[Color, ...] = ((52, 101, 164), (245, 121, 0), (78, 154, 6), (117, 80, 123), (204, 0, 0), (143, 89, 2))
-
-_LEFT, _RIGHT, _PLOT_H, _PITCH, _TOP = 78, 24, 160, 232, 76
-_PANELS = (
+DPI = 100
+"""Pixels per inch of the PNG: its size in pixels is the figure size in inches times this."""
+PANELS = (
     ("tokens per correct answer", "tokens"),
     ("turns per attempt", "turns"),
 )
+"""(y-axis label, metric) of each panel, top to bottom."""
+NOTE = "oracle turn model: token counts are a lower bound, not a model's spend"
 
-
-@dataclass(frozen=True, slots=True)
-class Label:
-    """A text drawn at (x, y): its top-left corner, or bottom-left when vertical."""
-
-    text: str
-    x: int
-    y: int
-    role: str
-    """title, legend, axis, tick, category, value or note."""
-    color: Color = INK
-    scale: int = 1
-    vertical: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Box:
-    x0: int
-    y0: int
-    x1: int
-    y1: int
-    color: Color
-
-
-@dataclass(frozen=True, slots=True)
-class Figure:
-    width: int
-    height: int
-    boxes: tuple[Box, ...]
-    labels: tuple[Label, ...]
-
-    def texts(self, role: str) -> list[str]:
-        """The label texts of one role, in drawing order."""
-        return [label.text for label in self.labels if label.role == role]
-
-    def png(self) -> bytes:
-        canvas = Bitmap(self.width, self.height)
-        for box in self.boxes:
-            canvas.fill(box.x0, box.y0, box.x1, box.y1, box.color)
-        for label in self.labels:
-            canvas.text(label.x, label.y, label.text, label.color, scale=label.scale, vertical=label.vertical)
-        return canvas.png()
+_HEADROOM = 1.18
+"""The y-axis reaches this much above the tallest bar so its value label fits inside."""
 
 
 def arm_label(report: Mapping[str, Any]) -> str:
@@ -88,85 +54,77 @@ def _format(value: float | None, metric: str) -> str:
     return f"{round(value):,}" if metric == "tokens" else f"{value:.1f}"
 
 
-def _step(top: float) -> float:
-    """A 1-2-5 tick step that splits 0..top into at most four intervals."""
-    if top <= 0:
-        return 1.0
-    raw = top / 4
-    power = 10 ** math.floor(math.log10(raw))
-    return next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
-
-
-def build_figure(arms: Sequence[tuple[str, Mapping[str, Any]]], title: str | None = None) -> Figure:
-    """Lay out grouped bars (one group per category plus `overall`, one bar per arm) in two
-    panels: tokens per correct answer, and turns per attempt.
-
-    Raises:
-        ValueError: no arms, or arms of different worlds or question sets.
-    """
+def _check(arms: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+    """Refuse input that would make a misleading chart: nothing, or arms not answering the same questions."""
     if not arms:
         raise ValueError("a chart needs at least one report")
     identities = {(r["spec"]["world"], r["spec"]["fixture_hashes"].get("questions")) for _, r in arms}
     if len(identities) > 1:
         raise ValueError("a chart shows arms of one world and question set; these reports differ: "
                          + ", ".join(sorted(w for w, _ in identities)))
+
+
+def _panel(ax: Axes, names: list[str], arms: Sequence[tuple[str, Mapping[str, Any]]],
+           values: list[list[float | None]], axis: str, metric: str) -> None:
+    """Grouped bars on `ax`: one group per category name, one bar per arm, each bar labelled."""
+    width = 0.8 / len(arms)
+    for a, (arm, _) in enumerate(arms):
+        column = [values[g][a] for g in range(len(names))]
+        offsets = [g - 0.4 + width * (a + 0.5) for g in range(len(names))]
+        bars = ax.bar(offsets, [0.0 if v is None else v for v in column], width * 0.92,
+                      label=arm, color=f"C{a % 10}")
+        ax.bar_label(bars, labels=[_format(v, metric) for v in column], padding=2, fontsize=7)
+    known = [v for group in values for v in group if v is not None]
+    ax.set_ylim(0, max(known, default=0) * _HEADROOM or 1)
+    ax.set_xlim(-0.5, len(names) - 0.5)
+    ax.set_xticks(range(len(names)), labels=names)
+    ax.set_ylabel(axis)
+    if metric == "tokens":
+        ax.yaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
+    ax.grid(axis="y", color="0.88")
+    ax.set_axisbelow(True)
+
+
+def build_figure(arms: Sequence[tuple[str, Mapping[str, Any]]], title: str | None = None) -> Figure:
+    """Grouped bars (one group per category plus `overall`, one bar per arm) in two panels:
+    tokens per correct answer, and turns per attempt. Bars with no value are drawn at zero
+    height and labelled `n/a`.
+
+    Raises:
+        ValueError: no arms, or arms of different worlds or question sets.
+    """
+    _check(arms)
     names = sorted({c for _, report in arms for c in report["categories"]}) + ["overall"]
 
     def scope(report: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
         return report["summary"] if name == "overall" else report["categories"].get(name)
 
-    values = {
-        metric: [[_value(scope(report, name), metric) for _, report in arms] for name in names]
-        for _, metric in _PANELS
-    }
-    texts = [_format(v, metric) for metric in values for group in values[metric] for v in group]
-    bar = max(14, max(text_width(t) for t in texts) + 4)
-    group = max(len(arms) * bar + 16, max(text_width(n) for n in names) + 10)
+    values = {metric: [[_value(scope(report, name), metric) for _, report in arms] for name in names]
+              for _, metric in PANELS}
     world = arms[0][1]["spec"]["world"]
     title = title or f"{world}: tokens per correct answer and turns, by category and arm"
-    legend_width = sum(12 + text_width(name) + 18 for name, _ in arms)
-    width = max(_LEFT + len(names) * group + _RIGHT, text_width(title, 2) + 20, legend_width + _LEFT)
-    boxes: list[Box] = []
-    labels: list[Label] = [Label(title, 10, 10, "title", scale=2)]
-    x = _LEFT
-    for index, (name, _) in enumerate(arms):
-        color = PALETTE[index % len(PALETTE)]
-        boxes.append(Box(x, 38, x + 10, 38 + GLYPH_HEIGHT, color))
-        labels.append(Label(name, x + 14, 38, "legend"))
-        x += 12 + text_width(name) + 18
-    for panel, (axis, metric) in enumerate(_PANELS):
-        top = _TOP + panel * _PITCH
-        base = top + _PLOT_H
-        known = [v for group_values in values[metric] for v in group_values if v is not None]
-        step = _step(max(known, default=0))
-        ceiling = step * max(1, math.ceil(max(known, default=0) / step))
-        ticks = range(math.floor(ceiling / step + 1e-9) + 1)
-        for tick in ticks:
-            y = base - round(_PLOT_H * tick * step / ceiling)
-            boxes.append(Box(_LEFT, y, width - _RIGHT, y + 1, GRID if tick else INK))
-            text = _format(tick * step, metric) if metric == "tokens" else f"{tick * step:g}"
-            labels.append(Label(text, _LEFT - 6 - text_width(text), y - GLYPH_HEIGHT // 2, "tick"))
-        labels.append(Label(axis, 8, top + (_PLOT_H + text_width(axis)) // 2, "axis", vertical=True))
-        for g, name in enumerate(names):
-            x0 = _LEFT + g * group
-            labels.append(Label(name, x0 + (group - text_width(name)) // 2, base + 6, "category"))
-            start = x0 + (group - len(arms) * bar) // 2
-            for a, value in enumerate(values[metric][g]):
-                bx = start + a * bar
-                text = _format(value, metric)
-                height = 0 if value is None else round(_PLOT_H * value / ceiling)
-                if height:
-                    boxes.append(Box(bx + 1, base - height, bx + bar - 1, base, PALETTE[a % len(PALETTE)]))
-                labels.append(Label(text, bx + (bar - text_width(text)) // 2, base - height - GLYPH_HEIGHT - 3, "value"))
-    bottom = _TOP + (len(_PANELS) - 1) * _PITCH + _PLOT_H
-    labels.append(Label("category", _LEFT + (len(names) * group - text_width("category")) // 2, bottom + 22, "axis"))
-    height = bottom + 40
+    longest = max(len(_format(v, m)) for m in values for group in values[m] for v in group)
+    slot = max(0.3, 0.065 * longest + 0.08)  # inches per bar, so 7 pt value labels do not touch
+    group = max(len(arms) * slot / 0.8, 0.085 * max(len(n) for n in names) + 0.2)
+    width = max(8.0, 1.4 + len(names) * group, 0.12 * len(title) + 0.6)
+    figure = Figure(figsize=(round(width, 2), 7.5), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(figure)
+    figure.suptitle(title, fontsize=13)
+    axes = figure.subplots(len(PANELS), 1)
+    for ax, (axis, metric) in zip(axes, PANELS, strict=True):
+        _panel(ax, names, arms, values[metric], axis, metric)
+    axes[-1].set_xlabel("category")
+    # Above the top panel rather than a figure legend: constrained layout then keeps it clear of the title.
+    axes[0].legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=min(len(arms), 3), frameon=False)
     if any(report["summary"].get("usage_lower_bound") for _, report in arms):
-        note = "oracle turn model: token counts are a lower bound, not a model's spend"
-        labels.append(Label(note, 10, height - 4, "note"))
-        height += 14
-    return Figure(width, height, tuple(boxes), tuple(labels))
+        figure.supxlabel(NOTE, fontsize=8, color="0.3")
+    # Constrained layout refines the positions it finds on every draw, so a second save would
+    # move the axes by a fraction of a pixel: lay out once here, then keep those positions.
+    figure.draw_without_rendering()
+    figure.set_layout_engine("none")
+    return figure
 
 
-def chart_png(arms: Sequence[tuple[str, Mapping[str, Any]]], title: str | None = None) -> bytes:
-    return build_figure(arms, title).png()
+def write_png(figure: Figure, path: Path) -> None:
+    """Render `figure` to the PNG `path`: fixed dpi, no Software stamp, so equal figures give equal bytes."""
+    figure.savefig(path, format="png", dpi=DPI, metadata={"Software": None})

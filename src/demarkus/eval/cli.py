@@ -146,7 +146,7 @@ def chart_command(output: Path, arms: tuple[str, ...], title: str | None) -> Non
     Each arm is NAME=REPORT (e.g. "A: v0.1.0, section-first=runs/A/report.json") or a bare
     REPORT, named after its policy and MCP hash.
     """
-    from .chart import arm_label, chart_png
+    from .chart import arm_label, build_figure, write_png
 
     loaded = []
     try:
@@ -154,9 +154,9 @@ def chart_command(output: Path, arms: tuple[str, ...], title: str | None) -> Non
             name, sep, path = arm.rpartition("=")
             report = load_report(Path(path if sep else arm))
             loaded.append((name if sep and name else arm_label(report), report))
-        png = chart_png(loaded, title)
+        figure = build_figure(loaded, title)
     except ValueError as exc:
         raise click.ClickException(f"refused: {exc}") from exc
     output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_bytes(png)
+    write_png(figure, output)
     click.echo(f"chart of {len(loaded)} arms in {output}")

@@ -1,5 +1,6 @@
 """Report format `demarkus-eval-report-v1`: summaries recomputed from attempts,
-report.json, report.md and chart.png (`chart`).
+report.json, report.md and chart.png (`chart`, imported only when a run writes its outputs,
+since the `demarkus` command imports this module and matplotlib is slow to import).
 
 Two derived kinds keep the format: a rescored report (`rescore`: same traces, new grades,
 with `rescored_from_sha256`, `rescored_at` and `scorer_implementation_sha256`) and a
@@ -15,8 +16,6 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
-
-from .chart import arm_label, chart_png
 
 FORMAT = "demarkus-eval-report-v1"
 RESCORE_FIELDS = ("rescored_from_sha256", "rescored_at", "scorer_implementation_sha256")
@@ -191,10 +190,12 @@ def _jsonish(value: Any) -> Any:
 
 
 def write_outputs(report: Mapping[str, Any], output: Path) -> None:
+    from .chart import arm_label, build_figure, write_png
+
     output.mkdir(parents=True, exist_ok=True)
     (output / "report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     (output / "report.md").write_text(render_markdown(report), encoding="utf-8")
-    (output / "chart.png").write_bytes(chart_png([(arm_label(report), report)]))
+    write_png(build_figure([(arm_label(report), report)]), output / "chart.png")
 
 
 def _fmt(value: Any) -> str:
