@@ -95,6 +95,7 @@ def gateway_config(peps_port: int, demo_port: int, cert: Path, tokens: list[str]
         f"max_upstream = {max_upstream}",
         "upstream_wait = 10",
         "upstream_timeout = 5",
+        "upstream_answer_timeout = 30",
     ]
     for world, port in (("peps", peps_port), ("demo", demo_port)):
         lines += [f"[worlds.{world}]", f'authority = "mark://localhost:{port}"', f'ca = "{cert}"', 'dial = "127.0.0.1"']
@@ -306,7 +307,8 @@ def main() -> None:
     common.write_results(
         NAME,
         {"world": str(args.world), "callers": args.callers, "seconds": args.seconds, "kill_at_s": kill_at,
-         "restart_at_s": restart_at, "max_upstream": args.max_upstream, "upstream_timeout_s": 5, "upstream_wait_s": 10,
+         "restart_at_s": restart_at, "max_upstream": args.max_upstream, "upstream_timeout_s": 5, "upstream_answer_timeout_s": 30,
+         "upstream_wait_s": 10,
          "call": "mark_lookup match=body limit=5: PEPs questions budget 1500 (3 of 4 calls), demo queries budget 800",
          "client": "mcp SDK streamable HTTP client per caller, in the bench process (same machine)"},
         {"phases": results_phases, "whole_run": whole, "all": everything, "outside_outage": steady,

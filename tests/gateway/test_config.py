@@ -60,6 +60,7 @@ def test_the_example_parses_into_frozen_values_with_paths_from_the_files_folder(
     assert config.source == str(path)
     assert (config.rate_per_minute, config.max_upstream, config.max_upstream_per_world, config.upstream_wait) == (120, 8, 6, 0.0)
     assert config.upstream_timeout == 5.0 and config.cert is None and config.key is None
+    assert config.upstream_answer_timeout == 30.0
     peps, private = config.worlds["peps"], config.worlds["alice-private"]
     assert (peps.authority, peps.ca, peps.dial, peps.root) == ("mark://localhost:7000", files / "ca.pem", "127.0.0.1", None)
     assert (private.root, private.tokens, private.authority) == (files / "store", files / "tokens.toml", None)
@@ -119,6 +120,8 @@ MISTAKES = [
     ("max-upstream", "[gateway]\nmax_upstream = true\n" + WORLD, "[gateway] max_upstream must be a whole number"),
     ("timeout", "[gateway]\nupstream_timeout = 0\n" + WORLD, "[gateway] upstream_timeout must be a number of seconds, more than 0"),
     ("wait", "[gateway]\nupstream_wait = -1\n" + WORLD, "[gateway] upstream_wait must be a number of seconds, 0 or more"),
+    ("answer-timeout", "[gateway]\nupstream_answer_timeout = 0\n" + WORLD,
+     "[gateway] upstream_answer_timeout must be a number of seconds, more than 0"),
     ("cert-without-key", '[gateway]\ncert = "ca.pem"\n' + WORLD, "[gateway] needs both cert and key"),
     ("gateway-unknown-key", "[gateway]\nworkers = 4\n" + WORLD, "[gateway] has unknown key(s) workers"),
 ]

@@ -110,6 +110,40 @@ async def test_the_gate_waits_for_a_slot_up_to_its_bound_and_caps_each_world():
     assert gate.in_flight == 0 and gate.peak == 2
 
 
+async def test_the_gate_bounds_the_whole_wait_for_a_slot_not_each_semaphore():
+    gate = Gate(limit=2, per_world=1, wait=1.0)
+    loop = asyncio.get_running_loop()
+    taken = asyncio.Semaphore(0)
+
+    async def hold(world: str, seconds: float) -> None:
+        async with gate.slot(world):
+            taken.release()
+            await asyncio.sleep(seconds)
+
+    holders = [asyncio.create_task(hold("a", 0.8)), asyncio.create_task(hold("b", 2.0))]
+    for _ in holders:
+        await taken.acquire()
+    holders.append(asyncio.create_task(hold("c", 2.0)))  # first in line for the overall slot a frees
+    await asyncio.sleep(0.05)
+    started = loop.time()
+    with pytest.raises(RateLimitedError, match="all 2 upstream slots stayed taken for 1 s"):
+        async with gate.slot("a"):  # world a's slot comes at 0.8 s, an overall one never: refused at 1.0 s, not 1.8 s
+            pass
+    waited = loop.time() - started
+    await asyncio.gather(*holders)
+    assert 0.9 <= waited < 1.6
+
+
+def test_the_gateway_asks_for_a_wide_receive_buffer_on_its_quic_connections(tls_files):
+    from demarkus.client import Client
+    from demarkus.gateway.upstream import RECEIVE_BUFFER
+
+    config = make_config({"remote": {"authority": "mark://localhost:7000", "ca": tls_files[0], "dial": "127.0.0.1"}},
+                         {"agent": {"token": TOKEN, "read": ["remote"]}})
+    backend = create_app(config).state.gateway.upstreams["remote"].backend
+    assert isinstance(backend, Client) and backend.receive_buffer == RECEIVE_BUFFER
+
+
 # --- a dead world ------------------------------------------------------------------------------
 
 

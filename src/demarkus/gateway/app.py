@@ -49,7 +49,7 @@ from ..service import Service
 from .config import WORLD_NAME, CallerConfig, GatewayConfig
 from .resolver import GatewayResolver
 from .tools import GatewayTools, register
-from .upstream import Breaker, Gate, Upstream, WideClient
+from .upstream import RECEIVE_BUFFER, Breaker, Gate, Upstream
 
 access_log = logging.getLogger("demarkus.gateway.access")
 
@@ -57,7 +57,11 @@ REALM = "demarkus"
 MAX_SESSIONS = 4096
 """Session states kept (least recently used dropped first); a dropped one only forgets
 which documents it already returned in full."""
-UPSTREAM_RETRIES = 2
+UPSTREAM_RETRIES = 1
+"""Attempts per upstream request: one. A connection that ended between requests is replaced
+before sending (that is not an attempt); after a failed attempt the world's breaker and
+the caller decide what next, so the verdict on a world that died is not delayed by a
+second connect."""
 
 INSTRUCTIONS = """demarkus gateway: versioned markdown from several worlds through one endpoint.
 Every URL names a world: mark://<world>/<path>, e.g. mark://docs/index.md#setup. mark_worlds lists your worlds and where you may write; mark_lookup_all searches all of them at once; mark_lookup with url=mark://<world>/ searches one."""
@@ -125,10 +129,10 @@ class Gateway:
         self.upstreams: dict[str, Upstream] = {}
         for name, world in config.worlds.items():
             backend = (backends or {}).get(name) or self._open(world.name)
-            # A read gets one attempt's time (plus a margin for an instant reconnect): the
-            # client's slower retries would only delay the verdict on a world that died.
-            self.upstreams[name] = Upstream(name, backend, self.gate, Breaker(name, clock=clock),
-                                            deadline=config.upstream_timeout + 0.5)
+            # The client enforces the timeouts; the deadline (a connect plus one answer, plus a
+            # margin) is a safety net that bounds how long a read can hold its slot.
+            deadline = config.upstream_timeout + config.upstream_answer_timeout + 0.5
+            self.upstreams[name] = Upstream(name, backend, self.gate, Breaker(name, clock=clock), deadline=deadline)
         self._resolvers: dict[str, GatewayResolver] = {}
         self._buckets: dict[str, TokenBucket] = {}
         self._sessions: OrderedDict[tuple[str, str], GatewayTools] = OrderedDict()
@@ -141,8 +145,10 @@ class Gateway:
         else:
             assert world.authority is not None
             timeout = self.config.upstream_timeout
-            backend = WideClient(world.authority, ca=world.ca, insecure=world.insecure, dial_host=world.dial,
-                                 timeout=timeout, connect_timeout=timeout, retries=UPSTREAM_RETRIES)
+            backend = Client(world.authority, ca=world.ca, insecure=world.insecure, dial_host=world.dial,
+                             timeout=timeout, connect_timeout=timeout,
+                             answer_timeout=self.config.upstream_answer_timeout,
+                             retries=UPSTREAM_RETRIES, receive_buffer=RECEIVE_BUFFER)
         self._owned.append(backend)
         return backend
 

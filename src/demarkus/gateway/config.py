@@ -6,7 +6,9 @@ rate_per_minute = 600          # tool calls per caller per minute (token bucket)
 max_upstream = 32              # upstream requests in flight, all worlds together
 max_upstream_per_world = 24    # ... and per world (default: three quarters of max_upstream)
 upstream_wait = 5.0            # seconds a request may wait for a free slot, then a tool error
-upstream_timeout = 5.0         # seconds per upstream attempt (QUIC connect or answer)
+upstream_timeout = 5.0         # seconds a world may stay silent (QUIC connect, or no packet at
+                               # all while answers are awaited) before it counts as down
+upstream_answer_timeout = 30.0 # seconds one answer may take from a world that is up but busy
 cert = "gateway.pem"           # TLS for the HTTPS endpoint; both or neither
 key = "gateway-key.pem"
 
@@ -50,7 +52,8 @@ _CALLER_NAME = re.compile(r"[A-Za-z0-9_-]+")
 _HASH = re.compile(r"sha256-[0-9a-f]{64}")
 
 _GATEWAY_KEYS = frozenset(
-    {"rate_per_minute", "max_upstream", "max_upstream_per_world", "upstream_wait", "upstream_timeout", "cert", "key"}
+    {"rate_per_minute", "max_upstream", "max_upstream_per_world", "upstream_wait", "upstream_timeout",
+     "upstream_answer_timeout", "cert", "key"}
 )
 _WORLD_KEYS = frozenset({"authority", "root", "ca", "insecure", "dial", "tokens"})
 _CALLER_KEYS = frozenset({"hash", "read", "write", "expires", "upstream", "rate_per_minute"})
@@ -107,6 +110,7 @@ class GatewayConfig:
     max_upstream_per_world: int = 24
     upstream_wait: float = 5.0
     upstream_timeout: float = 5.0
+    upstream_answer_timeout: float = 30.0
     cert: Path | None = None
     key: Path | None = None
     _by_hash: Mapping[str, CallerConfig] = field(init=False, repr=False, compare=False)
@@ -183,6 +187,7 @@ class _Parser:
             max_upstream_per_world=min(per_world, max_upstream),
             upstream_wait=self.seconds(gateway, "upstream_wait", 5.0, allow_zero=True),
             upstream_timeout=self.seconds(gateway, "upstream_timeout", 5.0, allow_zero=False),
+            upstream_answer_timeout=self.seconds(gateway, "upstream_answer_timeout", 30.0, allow_zero=False),
             cert=cert,
             key=key,
         )

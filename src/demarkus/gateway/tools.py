@@ -45,12 +45,12 @@ from pydantic import Field
 from ..catalog import DEFAULT_LIMIT, MAX_LIMIT
 from ..errors import DemarkusError
 from ..mcp import tools as local_tools
-from ..mcp.server import _tool  # the local server's error wrapper: same tool errors here
+from ..mcp.server import tool_errors
 from ..mcp.text import envelope
 from ..mcp.tools import Target, ToolFailure, Tools, check_lookup_arguments
 from ..protocol import Response, Status, normalize_scope
 from ..render import escape_cell, render_lookup
-from ..expand import Fetched
+from ..expand import Fetched, drop_snippets
 from .qualify import qualify_lookup, qualify_lookup_result, qualify_versions, world_of, world_prefix
 from .resolver import GatewayResolver
 
@@ -224,6 +224,7 @@ class GatewayTools(Tools):
         result = envelope(Status.OK, meta, table, keys=ALL_KEYS, verbose=verbose, extra=extra)
         if budget > 0:
             # The same expansion Tools.lookup runs, fetching with this caller's resolver.
+            result = drop_snippets(result)
             result += await local_tools.expand(result, query, budget, self._fetcher(targets[0]))
         return result
 
@@ -269,12 +270,12 @@ def register(server: MCPServer, tools_for: Callable[[], GatewayTools]) -> None:
     """Add mark_worlds and mark_lookup_all to a server made by `build_server`."""
 
     @server.tool(name="mark_worlds", description=WORLDS_DESCRIPTION)
-    @_tool
+    @tool_errors
     async def mark_worlds() -> str:
         return await tools_for().worlds()
 
     @server.tool(name="mark_lookup_all", description=LOOKUP_ALL_DESCRIPTION)
-    @_tool
+    @tool_errors
     async def mark_lookup_all(
         query: Annotated[str, Field(description="Words to find (at least 2 characters), or * for every document.")],
         scope: Annotated[str, Field(description="A path applied in every world: / or a subtree such as /docs.")] = "/",

@@ -8,11 +8,18 @@ tool call -> ScopedBackend (caller's token) -> Upstream.request
                                                        waited for at most upstream_wait
                                                  backend.request (QUIC Client or Service)
 ```
-A read waits at most one attempt's time (`upstream_timeout` + 0.5 s). A transport failure
-with no success since that request was sent opens the world's breaker: the reads still
-in flight to it are abandoned, calls on it fail at once for `cooldown` seconds, then one
-probe goes through and its success closes the breaker. Other worlds keep their own slots
-(per-world cap), so a dead world cannot hold every slot while its requests time out.
+The wait for a slot is bounded by `upstream_wait` (both semaphores together) and is not
+counted against the request's own time, which starts once it holds its slot. How long a
+request may then take is the QUIC client's business: an authority silent for
+`upstream_timeout` is down; one that is up but busy gets `upstream_answer_timeout` per
+answer, and a slow answer never tears down the connection the other requests share. A
+read also gets at most `deadline` seconds in all, as a safety net.
+
+A transport failure with no success since that request was sent opens the world's
+breaker: the reads still in flight to it are abandoned, calls on it fail at once for
+`cooldown` seconds, then one probe goes through and its success closes the breaker. Other
+worlds keep their own slots (per-world cap), so a dead world cannot hold every slot while
+its requests time out.
 """
 
 from __future__ import annotations
@@ -20,15 +27,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import socket
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
-from aioquic.asyncio.protocol import QuicConnectionProtocol
-
 from ..backend import Backend
-from ..client import Client
 from ..errors import OutcomeUnknownError, RateLimitedError, TransportError
 from ..protocol import WRITE_VERBS, Request, Response
 
@@ -57,14 +60,15 @@ class Gate:
             sem = self._worlds[world] = asyncio.Semaphore(self.per_world)
         return sem
 
-    async def _take(self, sem: asyncio.Semaphore, what: str) -> None:
+    async def _take(self, sem: asyncio.Semaphore, what: str, until: float) -> None:
+        """Acquire `sem` by loop time `until` (the slot's one deadline for both semaphores)."""
         if self.wait <= 0:
             if sem.locked():
                 raise RateLimitedError(self._busy(what))
             await sem.acquire()
             return
         try:
-            async with asyncio.timeout(self.wait):
+            async with asyncio.timeout_at(until):
                 await sem.acquire()
         except TimeoutError:
             raise RateLimitedError(self._busy(what)) from None
@@ -84,9 +88,10 @@ class Gate:
             RateLimitedError: no slot came free in time.
         """
         world_sem = self._world(world)
-        await self._take(world_sem, f"all {self.per_world} upstream slots for world {world}")
+        until = asyncio.get_running_loop().time() + self.wait
+        await self._take(world_sem, f"all {self.per_world} upstream slots for world {world}", until)
         try:
-            await self._take(self._all, f"all {self.limit} upstream slots")
+            await self._take(self._all, f"all {self.limit} upstream slots", until)
         except BaseException:
             world_sem.release()
             raise
@@ -158,33 +163,17 @@ class Breaker:
 
 
 RECEIVE_BUFFER = 4 << 20
-"""SO_RCVBUF asked for the gateway's QUIC sockets (the kernel caps it at net.core.rmem_max)."""
-
-
-class WideClient(Client):
-    """A QUIC `Client` whose UDP socket gets a large receive buffer.
-
-    The gateway multiplexes many callers' answers (whole documents) over one connection
-    per world; with the kernel's default buffer (about 208 KiB) bursts overflow it, and
-    QUIC loss recovery then stalls answers for seconds (the load bench saw thousands of
-    drops and false "world down" verdicts). Stopgap until `Client` takes the size itself.
-    """
-
-    async def _connection(self) -> QuicConnectionProtocol:
-        protocol = await super()._connection()
-        if getattr(protocol, "_demarkus_widened", False) is False:
-            sock = protocol._transport.get_extra_info("socket") if protocol._transport else None  # type: ignore[union-attr]
-            if sock is not None:
-                with contextlib.suppress(OSError):
-                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER)
-            protocol._demarkus_widened = True  # type: ignore[attr-defined]
-        return protocol
+"""SO_RCVBUF asked for the gateway's QUIC sockets (`Client(receive_buffer=...)`; the kernel
+caps it at net.core.rmem_max). The gateway multiplexes many callers' answers (whole
+documents) over one connection per world; with the kernel's default buffer (about 208 KiB)
+bursts overflow it, and QUIC loss recovery then stalls answers for seconds (the load bench
+saw thousands of drops and false "world down" verdicts)."""
 
 
 class Upstream:
     """One world's backend, shared by every caller; each request carries its caller's token.
 
-    A read gets at most `deadline` seconds in all (the QUIC client's own retries included),
+    A read gets at most `deadline` seconds in all, counted from when it holds its slot,
     and when the world's breaker opens, the reads still in flight to it are abandoned at
     once (they would only time out one by one); writes keep the client's own at-most-once
     handling and are never abandoned.

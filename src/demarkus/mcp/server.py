@@ -60,8 +60,15 @@ class LocalResolver:
         return Target(self.backend, path, anchor, path, self.authority + path, self.token)
 
 
-def _tool(call: Callable[..., Awaitable[str]]) -> Callable[..., Awaitable[str]]:
-    """Turn a caller mistake into a tool error the model can read and act on."""
+def tool_errors(call: Callable[..., Awaitable[str]]) -> Callable[..., Awaitable[str]]:
+    """Wrap a tool function so that a caller mistake becomes a tool error the model can
+    read and act on.
+
+    `ToolFailure` and every `DemarkusError` turn into the SDK's `ToolError` with the
+    message unchanged (an `isError` result, not a protocol error); anything else is a
+    bug and propagates. Every server that registers demarkus tools (the local server
+    here, the gateway's extra tools) wraps them with this, so their errors read alike.
+    """
 
     @functools.wraps(call)
     async def wrapper(*args: Any, **kwargs: Any) -> str:
@@ -112,7 +119,7 @@ def build_server(tools_for: Callable[[], Tools], *, name: str = "demarkus", inst
     server: MCPServer = MCPServer(name, instructions=instructions, log_level="WARNING")
 
     @server.tool(name="mark_lookup", description=LOOKUP_DESCRIPTION)
-    @_tool
+    @tool_errors
     async def mark_lookup(
         query: Annotated[str, Field(description="Words to find (at least 2 characters), or * for every document.")],
         url: Annotated[str | None, Field(description="Scope: / or a subtree such as /docs.")] = None,
@@ -125,12 +132,12 @@ def build_server(tools_for: Callable[[], Tools], *, name: str = "demarkus", inst
         return await tools_for().lookup(query, url, filter, limit, match, budget, verbose)
 
     @server.tool(name="mark_fetch", description=FETCH_DESCRIPTION)
-    @_tool
+    @tool_errors
     async def mark_fetch(url: Url, force: Annotated[bool, Field(description="Return the full body even if large or unchanged.")] = False, verbose: Verbose = False) -> str:
         return await tools_for().fetch(url, force, verbose)
 
     @server.tool(name="mark_explore", description=EXPLORE_DESCRIPTION)
-    @_tool
+    @tool_errors
     async def mark_explore(
         url: Url,
         direction: Annotated[str, Field(description="incoming, outgoing or both.")] = "both",
@@ -142,12 +149,12 @@ def build_server(tools_for: Callable[[], Tools], *, name: str = "demarkus", inst
         return await tools_for().explore(url, direction, relations, page_size, cursor, verbose)
 
     @server.tool(name="mark_backlinks", description=BACKLINKS_DESCRIPTION)
-    @_tool
+    @tool_errors
     async def mark_backlinks(url: Url) -> str:
         return await tools_for().backlinks(url)
 
     @server.tool(name="mark_list", description=LIST_DESCRIPTION)
-    @_tool
+    @tool_errors
     async def mark_list(
         url: Annotated[str, Field(description="A directory such as / or /docs.")] = "/",
         cursor: Annotated[str | None, Field(description="next-cursor from the previous page.")] = None,
@@ -157,13 +164,13 @@ def build_server(tools_for: Callable[[], Tools], *, name: str = "demarkus", inst
         return await tools_for().list(url, cursor, include_archived, verbose)
 
     @server.tool(name="mark_versions", description=VERSIONS_DESCRIPTION)
-    @_tool
+    @tool_errors
     async def mark_versions(url: Url) -> str:
         return await tools_for().versions(url)
 
     if writable:
         @server.tool(name="mark_publish", description=PUBLISH_DESCRIPTION)
-        @_tool
+        @tool_errors
         async def mark_publish(
             url: Url,
             body: Annotated[str, Field(description="The whole markdown document.")],
@@ -173,7 +180,7 @@ def build_server(tools_for: Callable[[], Tools], *, name: str = "demarkus", inst
             return await tools_for().publish(url, body, expected_version, metadata)
 
         @server.tool(name="mark_append", description=APPEND_DESCRIPTION)
-        @_tool
+        @tool_errors
         async def mark_append(
             url: Url,
             body: Annotated[str, Field(description="Markdown to add at the end.")],
@@ -182,7 +189,7 @@ def build_server(tools_for: Callable[[], Tools], *, name: str = "demarkus", inst
             return await tools_for().append(url, body, expected_version)
 
         @server.tool(name="mark_archive", description=ARCHIVE_DESCRIPTION)
-        @_tool
+        @tool_errors
         async def mark_archive(url: Url) -> str:
             return await tools_for().archive(url)
 
