@@ -100,8 +100,10 @@ def arms(tmp_path_factory: pytest.TempPathFactory, baseline_bin: Path) -> dict[s
     out: dict[str, Path] = {}
     for name, (policy, baseline) in ARMS.items():
         folder = tmp_path_factory.mktemp(f"arm-{name}") / "run"
+        lines: list[str] = []
         config = RunConfig(world=demo_world_path(), output=folder, policy=policy,
-                           mcp_bin=str(baseline_bin) if baseline else None, echo=lambda _: None)
+                           mcp_bin=str(baseline_bin) if baseline else None, echo=lines.append)
         asyncio.run(run_eval(config))
+        (folder.parent / "progress.log").write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
         out[name] = folder
     return out

@@ -106,3 +106,15 @@ async def test_a_run_refuses_a_used_output_directory(tmp_path: Path) -> None:
     (tmp_path / "old.txt").write_text("x")
     with pytest.raises(RunRefused, match="not empty"):
         await run_eval(RunConfig(world=demo_world_path(), output=tmp_path))
+
+
+def test_a_run_shows_a_progress_bar_line_per_attempt(arms):
+    lines = (arms["C"].parent / "progress.log").read_text(encoding="utf-8").splitlines()
+    progress = [line for line in lines if line.startswith("[")]
+    total = len(progress)
+    assert total == 10
+    for done, line in enumerate(progress, start=1):
+        bar, rest = line[1:].split("] ", 1)
+        assert bar == "#" * (20 * done // total) + "." * (20 - 20 * done // total)
+        assert rest.startswith(f"{done}/{total} q")
+        assert ": correct, " in rest or ": wrong, " in rest

@@ -249,7 +249,7 @@ async def run_eval(config: RunConfig) -> dict[str, Any]:
                 for repeat in range(1, config.repeats + 1):
                     for question in questions:
                         attempts.append(await one(question, repeat, reader))
-                        config.echo(_progress(attempts[-1]))
+                        config.echo(progress_line(attempts[-1], len(attempts), len(questions) * config.repeats))
                 lifecycle["server_stayed_up"] = True
         finally:
             access.removeHandler(counter)
@@ -262,9 +262,12 @@ async def run_eval(config: RunConfig) -> dict[str, Any]:
     return report
 
 
-def _progress(attempt: Mapping[str, Any]) -> str:
+def progress_line(attempt: Mapping[str, Any], done: int, total: int, width: int = 20) -> str:
+    """One line per finished attempt, led by a bar of the run so far: `[#####...] 4/16 q04 r1 ...`."""
+    filled = width * done // max(total, 1)
     mark = "correct" if attempt["score"]["correct"] else "wrong"
-    return (f"{attempt['task']} r{attempt['repeat']} {attempt['category']}: {mark}, "
+    return (f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} "
+            f"{attempt['task']} r{attempt['repeat']} {attempt['category']}: {mark}, "
             f"{attempt['trace']['turns']} turns, {len(attempt['trace']['calls'])} calls, "
             f"{attempt['trace']['usage_total']} tokens")
 
