@@ -39,17 +39,31 @@ def _unescape(cell: str) -> str:
     return "".join(out)
 
 
-def _split_location(cell: str) -> TableRow:
-    """Split `escaped-path#anchor`: the anchor follows the first unescaped `#`."""
+def _unescaped(text: str, char: str) -> list[int]:
+    """Offsets of `char` in `text` where no backslash escapes it."""
+    found: list[int] = []
     escaped = False
-    for index, ch in enumerate(cell):
+    for index, ch in enumerate(text):
         if escaped:
             escaped = False
         elif ch == "\\":
             escaped = True
-        elif ch == "#":
-            return TableRow(_unescape(cell[:index]), cell[index + 1 :])
+        elif ch == char:
+            found.append(index)
+    return found
+
+
+def _split_location(cell: str) -> TableRow:
+    """Split `escaped-path#anchor`: the anchor follows the first unescaped `#`."""
+    hashes = _unescaped(cell, "#")
+    if hashes:
+        return TableRow(_unescape(cell[: hashes[0]]), cell[hashes[0] + 1 :])
     return TableRow(_unescape(cell))
+
+
+def _pipes(line: str) -> list[int]:
+    """Offsets of the cell separators of a table line (its leading `|` excluded)."""
+    return [index for index in _unescaped(line, "|") if index > 0]
 
 
 def table_rows(table: str) -> list[TableRow]:
@@ -62,36 +76,10 @@ def table_rows(table: str) -> list[TableRow]:
         if not header_seen:
             header_seen = True
             continue
-        if line.startswith("|--") or line.startswith("|-"):
-            continue
-        first = line[2:]
-        end = 0
-        escaped = False
-        while end < len(first):
-            ch = first[end]
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif first.startswith(" | ", end) or first.startswith(" |", end) and end + 2 == len(first):
-                break
-            end += 1
-        rows.append(_split_location(first[:end]))
+        pipes = _pipes(line)
+        cell_end = pipes[0] - 1 if pipes else len(line)
+        rows.append(_split_location(line[2:cell_end]))
     return rows
-
-
-def _cells_end(line: str) -> list[int]:
-    """Offsets of the unescaped ` | ` cell separators of a table line."""
-    seps: list[int] = []
-    escaped = False
-    for index, ch in enumerate(line):
-        if escaped:
-            escaped = False
-        elif ch == "\\":
-            escaped = True
-        elif ch == "|" and index > 0:
-            seps.append(index)
-    return seps
 
 
 def drop_snippets(table: str) -> str:
@@ -103,8 +91,8 @@ def drop_snippets(table: str) -> str:
     out: list[str] = []
     for line in lines:
         if line.startswith("|"):
-            seps = _cells_end(line)
-            if len(seps) >= 2:
-                line = line[: seps[-2] + 1]
+            pipes = _pipes(line)
+            if len(pipes) >= 2:
+                line = line[: pipes[-2] + 1]
         out.append(line)
     return "\n".join(out)
