@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import logging
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -23,6 +22,7 @@ from . import auth
 from .backend import Backend
 from .client import Client
 from .errors import BadRequestError, DemarkusError
+from .logs import configure_logging
 from .protocol import Response, parse_mark_url
 from .service import Service
 from .tls import default_tls_dir, ensure_dev_certificate
@@ -222,17 +222,6 @@ def lookup(target: str, query: str, root: Path | None, token: str | None, ca: Pa
 # --- serve ------------------------------------------------------------------------------
 
 
-def _configure_logging(log_json: bool) -> None:
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
-    if log_json:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        access = logging.getLogger("demarkus.access")
-        access.addHandler(handler)
-        access.setLevel(logging.INFO)
-        access.propagate = False
-
-
 async def _serve(service: Service, host: str, port: int, cert: Path | None, key: Path | None,
                  banner: Callable[[str], None]) -> None:
     from .server.quic import MarkServer
@@ -268,7 +257,7 @@ def _print_listening(url: str, root: Path) -> None:
 @_guard
 def serve(root: Path, host: str, port: int, tokens: Path | None, cert: Path | None, key: Path | None, log_json: bool) -> None:
     """Serve a store as a Mark authority over QUIC."""
-    _configure_logging(log_json)
+    configure_logging("demarkus.access" if log_json else None)
     service = Service.open(root, tokens=tokens)
     _run(_serve(service, host, port, cert, key, lambda url: _print_listening(url, root)))
 
@@ -389,7 +378,7 @@ def demo(host: str, port: int, workdir: Path, log_json: bool) -> None:
     """Serve the bundled demo world on 127.0.0.1 and print how to reach it."""
     from .worlds import demo_world_path, open_world
 
-    _configure_logging(log_json)
+    configure_logging("demarkus.access" if log_json else None)
     root = workdir / "store"
     root.mkdir(parents=True, exist_ok=True)
     frozen = open_world(demo_world_path())
@@ -434,7 +423,7 @@ def mcp_command(host_url: str | None, root: Path | None, authority: str, scope: 
 
     if (root is None) == (host_url is None):
         raise click.UsageError("give exactly one of --host mark://host[:port] or --root STORE")
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    configure_logging()
 
     async def go() -> None:
         backend: Backend

@@ -44,7 +44,7 @@ READ_TOOLS = ("mark_backlinks", "mark_explore", "mark_fetch", "mark_list", "mark
 SERVER_PARTS = ("server", "service.py", "store", "index", "protocol.py", "catalog.py", "auth.py", "errors.py",
                 "markdown", "tls.py", "worlds", "backend.py")
 MCP_PARTS = ("mcp", "expand", "client", "graph", "markdown", "protocol.py", "render.py", "tokens.py",
-             "backend.py", "errors.py", "tls.py", "cli.py", "__main__.py", "index/query.py")
+             "backend.py", "errors.py", "tls.py", "cli.py", "logs.py", "__main__.py", "index/query.py")
 RUNNER_PARTS = ("eval/__init__.py", "eval/runner.py", "eval/policies.py", "eval/scoring.py", "eval/report.py",
                 "eval/cli.py")
 READER_PARTS = {"oracle": ("eval/oracle.py",), "openai": ("eval/openai_reader.py",)}

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-import logging
 import socket
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 import click
 
 from ..errors import ConfigError, DemarkusError
+from ..logs import configure_logging
 from .config import GatewayConfig
 
 
@@ -37,16 +37,6 @@ def _bind(host: str, port: int) -> socket.socket:
     sock.listen(512)
     sock.setblocking(False)
     return sock
-
-
-def _configure_logging() -> None:
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    access = logging.getLogger("demarkus.gateway.access")
-    access.addHandler(handler)
-    access.setLevel(logging.INFO)
-    access.propagate = False
 
 
 async def serve(config: GatewayConfig, host: str, port: int, banner: bool = True) -> None:
@@ -84,7 +74,7 @@ async def serve(config: GatewayConfig, host: str, port: int, banner: bool = True
 @click.option("--port", default=8787, show_default=True, type=int, help="TCP port; 0 picks a free one.")
 def gateway(config_path: Path, host: str, port: int) -> None:
     """Serve many worlds to remote agents: MCP over streamable HTTP at /mcp, with bearer tokens."""
-    _configure_logging()
+    configure_logging("demarkus.gateway.access")
     try:
         config = GatewayConfig.load(config_path)
         asyncio.run(serve(config, host, port))
