@@ -114,6 +114,18 @@ class Tools:
         except DemarkusError as exc:
             raise ToolFailure(str(exc)) from exc
 
+    async def _read(self, url: str, verbose: bool) -> tuple[Target, Response, str | None]:
+        """Fetch the document at `url` with the caller's token and learn its edges; the third
+        item is the tool answer when it is not there to read (not found, archived, ...)."""
+        target = self._resolve(url)
+        response = await target.backend.fetch(target.path, token=target.token)
+        _raise_for_bad_request(response)
+        await self._observe(target, response)
+        if response.status != Status.OK:
+            return target, response, envelope(response.status, response.metadata, response.text, keys=FETCH_KEYS,
+                                              verbose=verbose, verbose_keys=FETCH_VERBOSE_KEYS)
+        return target, response, None
+
     async def _observe(self, target: Target, response: Response) -> None:
         """Record the document's outgoing edges; a document that is gone loses them."""
         if response.status in (Status.NOT_FOUND, Status.ARCHIVED):
@@ -134,13 +146,10 @@ class Tools:
     # --- mark_fetch -----------------------------------------------------------------------
 
     async def fetch(self, url: str, force: bool = False, verbose: bool = False) -> str:
-        target = self._resolve(url)
-        response = await target.backend.fetch(target.path, token=target.token)
-        _raise_for_bad_request(response)
+        target, response, unreadable = await self._read(url, verbose)
+        if unreadable is not None:
+            return unreadable
         meta = response.metadata
-        await self._observe(target, response)
-        if response.status != Status.OK:
-            return envelope(response.status, meta, response.text, keys=FETCH_KEYS, verbose=verbose, verbose_keys=FETCH_VERBOSE_KEYS)
         try:
             response.body.decode("utf-8")
         except UnicodeDecodeError:
@@ -234,13 +243,10 @@ class Tools:
             raise ToolFailure("at most 20 relations may be named; omit the argument for all")
         if not 1 <= page_size <= 100:
             raise ToolFailure(f"page_size {page_size} must be between 1 and 100")
-        target = self._resolve(url)
-        response = await target.backend.fetch(target.path, token=target.token)
-        _raise_for_bad_request(response)
+        target, response, unreadable = await self._read(url, verbose)
+        if unreadable is not None:
+            return unreadable
         meta = response.metadata
-        await self._observe(target, response)
-        if response.status != Status.OK:
-            return envelope(response.status, meta, response.text, keys=FETCH_KEYS, verbose=verbose, verbose_keys=FETCH_VERBOSE_KEYS)
         graph = self.resolver.graph(target)
         try:
             page = graph.neighborhood(target.node, direction=direction, relations=list(relations) if relations is not None else None,
