@@ -317,6 +317,13 @@ class _Page:
         clause = f" and {related} related document{'s' if related != 1 else ''}" if related else ""
         return render_line(f"note: expanded {expanded} of {self.rows} rows{clause}; used {used} of {self.budget} tokens")
 
+    def omit(self, doc: _Doc, location: str, anchor: str, cost: int, unfit: _Candidate | None, *, related: bool) -> None:
+        """List what did not fit in the omission note, and keep it for the leftover budget."""
+        label = f"{location}{'#' + anchor if anchor else ''} (~{cost} tokens)"
+        self.omitted.append(label)
+        if unfit is not None:
+            self.pending.append(_Pending(doc, unfit, label, related))
+
     @functools.cached_property
     def _reserve(self) -> int:
         return count_tokens(self._notes(0, reserve=True)) + count_tokens(self._closing(999_999, reserve=True))
@@ -422,13 +429,14 @@ def _relation_lines(doc: _Doc) -> tuple[list[str], list[tuple[str, str, str]]]:
     return lines, follow
 
 
-def _show(page: _Page, doc: _Doc, groups: list[list[_Candidate]]) -> tuple[bool, int, list[_Candidate]]:
+def _show(page: _Page, doc: _Doc, groups: list[list[_Candidate]]) -> tuple[bool, int, _Candidate | None]:
     """Print each group's first alternative that fits. Returns whether anything of the
     document is now on the page for this row, the tokens of the smallest block that did
-    not fit (for the omission note), and the first alternative of each group that did not."""
+    not fit (for the omission note), and the first group that did not fit (its first
+    alternative, to print its leading blocks later)."""
     shown_any = False
     missing = 0
-    unfit: list[_Candidate] = []
+    unfit: _Candidate | None = None
     for group in groups:
         costs: list[int] = []
         for cand in group:
@@ -439,7 +447,8 @@ def _show(page: _Page, doc: _Doc, groups: list[list[_Candidate]]) -> tuple[bool,
             costs.append(outcome)
         else:
             missing = min(costs) if not missing else min(missing, *costs)
-            unfit.append(group[0])
+            if unfit is None:
+                unfit = group[0]
     return shown_any, missing, unfit
 
 
@@ -593,9 +602,7 @@ async def select_evidence(head: str, query: str, budget: int, fetch: FetchFn) ->
                 order.append(got)
             _print_relations(page, got)
         else:
-            label = f"{row.path}{'#' + row.anchor if row.anchor else ''} (~{cost} tokens)"
-            page.omitted.append(label)
-            page.pending.extend(_Pending(got, cand, label, related=False) for cand in unfit[:1])
+            page.omit(got, row.path, row.anchor, cost, unfit, related=False)
 
     related = await _related_hop(page, order, in_table, fetcher, terms)
     on_page = order + [doc for doc in related if doc not in order]
@@ -644,9 +651,7 @@ async def _related_hop(page: _Page, order: list[_Doc], in_table: set[str], fetch
                 expanded.append(got)
                 _print_relations(page, got)
             else:
-                label = f"{location}{'#' + fragment if fragment else ''} (~{cost} tokens)"
-                page.omitted.append(label)
-                page.pending.extend(_Pending(got, cand, label, related=True) for cand in unfit[:1])
+                page.omit(got, location, fragment, cost, unfit, related=True)
     return expanded
 
 
