@@ -79,6 +79,10 @@ def worlds(draw: st.DrawFn) -> tuple[World, list[tuple[str, str]], int, str]:
                     paragraphs.append(f"```\n{filler}\n\n{filler}\n```\n\n")
             parts.append(f"{'#' * level} {word.title()} {j}\n\n" + "".join(paragraphs))
             names.append(f"{word}-{j}")
+        if draw(st.integers(0, 3)) == 0:  # past the whole-document limit: shown by its paragraphs
+            filler = " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=20, max_size=30)))
+            parts.append("## Long\n\n" + "".join(f"{filler} {WORDS[k % len(WORDS)]}. marker-{i}-long-{k}\n\n" for k in range(50)))
+            names.append("long")
         rels: dict[str, str] = {}
         for predicate in draw(st.lists(st.sampled_from(["supersedes", "depends-on", "related", "derived-from"]), max_size=2, unique=True)):
             target = draw(st.sampled_from(paths + ["/missing.md", "mark://other.world/x.md"]))
@@ -201,6 +205,7 @@ def test_every_row_is_shown_noted_or_counted(case):
     if selection.omitted:
         assert omitted_note, text
         listed = [item for item in omitted_note.group(1).split(", ") if "tokens)" in item]
+        assert all(int(n) > 0 for n in re.findall(r"\(~(\d+) tokens\)", omitted_note.group(1))), text
         more = re.search(r"\+(\d+) more|(\d+) blocks?", omitted_note.group(1))
         counted = len(listed) + (int(more.group(1) or more.group(2)) if more else 0)
         assert counted == len(selection.omitted)
@@ -319,17 +324,58 @@ def test_what_is_left_shows_the_leads_of_the_documents_on_the_page():
     assert text.index("#numbers") < text.index("#adr-9") < text.index("#abstract")
 
 
-def test_a_section_that_does_not_fit_whole_prints_its_leading_blocks_and_where_the_rest_is():
-    paragraphs = "".join(f"Paragraph {i} about lease renewal and heartbeats. " * 6 + "\n\n" for i in range(12))
+def test_a_section_that_does_not_fit_whole_prints_its_best_blocks_and_where_the_rest_is():
+    paragraphs = "".join(
+        f"Paragraph {i} about lease renewal and heartbeats. " * 6 + ("After a quorum loss the lease lapses. " if i in (3, 9) else "") + "\n\n"
+        for i in range(12)
+    )
     world = World({"/leases.md": ("# Leases\n\n## Renewal\n\n" + paragraphs, {})})
-    head, selection, _ = run(world, [("/leases.md", "renewal")], 500, "lease renewal")
+    head, selection, _ = run(world, [("/leases.md", "renewal")], 400, "lease renewal quorum loss")
     text = selection.text
-    assert count_tokens(head + text) <= 500
-    assert text.startswith("\n>>> /leases.md/v3#renewal\n\n## Renewal\n\nParagraph 0 about")
+    assert count_tokens(head + text) <= 400
+    assert text.startswith("\n>>> /leases.md/v3#renewal\n\nParagraph 0 about")  # ties keep document order
+    assert "Paragraph 3 about" in text and "Paragraph 9 about" in text  # the blocks holding the most query terms
+    assert text.index("Paragraph 3 about") < text.index("\n\n[…]\n\nParagraph 9 about")  # in document order, the gap marked
+    assert "Paragraph 8 about" not in text and "Paragraph 11 about" not in text
     rest = re.search(r"^\[… ~(\d+) tokens more: fetch /leases.md/v3#renewal\]$", text, re.M)
     assert rest and int(rest.group(1)) > 100
-    assert "Paragraph 11" not in text
     assert "did not fit" not in text and "expanded 1 of 1 rows" in text
+
+
+def test_a_large_related_document_shows_the_paragraphs_holding_the_query_terms():
+    filler = "".join(
+        f"## Detail {i}\n\n" + "Exception groups detail text. " * 40 + "\n\n"
+        + ("The star syntax handles each group member once.\n\n" if i == 5 else "")
+        for i in range(8)
+    )
+    big = "# PEP 654\n\n## Abstract\n\nThis document introduces exception groups.\n\n" + filler
+    world = World({
+        "/notes.md": ("# Notes\n\nNotes on exceptions.\n", {"rel-depends-on": "/groups.md"}),
+        "/groups.md": (big, {}),
+    })
+    _, selection, _ = run(world, [("/notes.md", "")], 700, "exception star syntax handles")
+    text = selection.text
+    assert ">>> /groups.md/v3#abstract (via /notes.md/v3 depends-on)\n\n## Abstract\n\n" in text  # it says what it is first
+    assert (">>> /groups.md/v3#detail-5 (via /notes.md/v3 depends-on)\n\n[…]\n\n"
+            "The star syntax handles each group member once.\n\n>>> ") in text  # the paragraph, its cut marked
+    assert "## Detail" not in text
+
+
+def test_every_related_target_shows_its_best_evidence_before_any_shows_more():
+    def big(name: str) -> str:
+        return f"# {name}\n\n" + "".join(f"## Part {i}\n\n" + f"{name} quorum part {i}. " * 25 + "\n\n" for i in range(12))
+
+    world = World({
+        "/notes.md": ("# Notes\n\nNotes.\n", {"rel-depends-on": "/a.md, /b.md"}),
+        "/a.md": (big("Alpha"), {}),
+        "/b.md": (big("Beta"), {}),
+    })
+    _, selection, _ = run(world, [("/notes.md", "")], 900, "quorum")
+    text = selection.text
+    assert selection.related == ("/a.md", "/b.md")
+    frames = re.findall(r"^>>> (/[ab]\.md)/v3#\S+ \(via", text, re.M)
+    assert frames[:2] == ["/a.md", "/b.md"], frames  # one each first
+    assert len(frames) > 2  # then more of each while the budget lasts
 
 
 def test_a_related_section_target_is_not_widened_to_its_documents_lead():
@@ -360,3 +406,4 @@ def test_a_budgeted_table_drops_the_snippet_column_and_keeps_escaped_pipes():
     assert "snip" not in table and table_rows(table) == table_rows(head)
     catalog = envelope("ok", {"matches": "1"}, render_lookup("q", "/", [LookupRow("/a.md", 0.8, "T", ("t",))], body_match=False), keys=("matches",))
     assert drop_snippets(catalog) == catalog
+

@@ -19,6 +19,7 @@ CASES = [
     ("lookup-catalog", "mark_lookup", {"query": "runbook snapshot", "limit": 5}),
     ("lookup-body", "mark_lookup", {"query": "learner catch up rate promoted voter", "match": "body", "limit": 5}),
     ("lookup-budget", "mark_lookup", {"query": "lease heartbeat interval", "match": "body", "limit": 3, "budget": 600}),
+    ("lookup-budget-readme", "mark_lookup", {"query": "restore snapshot quorum check", "url": "/runbooks", "match": "body", "limit": 2, "budget": 700}),
     ("lookup-scoped", "mark_lookup", {"query": "*", "url": "/decisions", "limit": 20}),
     ("fetch-whole", "mark_fetch", {"url": "/decisions/adr-0010-leases-and-heartbeats.md"}),
     ("fetch-section", "mark_fetch", {"url": "/runbooks/replace-failed-node.md#notes-1"}),

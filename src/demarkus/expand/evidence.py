@@ -12,18 +12,26 @@ lines and notes. Output grammar, every line that starts with `>>> `:
 >>> /c.md/v2#x: same text as /a.md/v3#y above         byte-identical text printed once
 >>> note: ...                                         failures, omissions, the closing count
 ```
+Inside a block, `[…]` stands where text of its section is left out, and a last line
+`[… ~N tokens more: fetch LOC]` says how much of the block's range is not shown.
 The location of a frame is its first word; a block's text belongs to that location.
 
 Choices: a later row whose section ENCLOSES earlier blocks of its document prints only the
 part not yet shown, with `[#anchor shown above]` where an earlier block sits; a row whose
 whole range is already shown prints one `within` line. Related documents come only from
 the fetched documents' own `rel-*` metadata (no graph store), one hop, same authority.
+A related document shows, whole when small, else what it is (its summary section, when
+that holds a query term) and its paragraphs holding the most query terms; every target
+shows its best before any shows more. What is left at the end goes to the leads of the
+documents on the page, then to the blocks that did not fit whole in their turn: their
+paragraphs holding the most query terms, in document order.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -41,6 +49,12 @@ WHOLE_LIMIT = 8192
 OMITTED_SHOWN = 5
 SECTIONS_PER_DOCUMENT = 2
 """Sections printed for a document reached without an anchor (large documents)."""
+PASSAGES_PER_DOCUMENT = 3
+"""Passages printed for a large related document: its blocks holding the most query terms."""
+PENDING_PASSAGES = 8
+"""Passages tried, for a block that did not fit whole, with the budget left at the end."""
+ELIDED = "[…]"
+"""Where an excerpt leaves out text of its section."""
 
 FRAME = ">>>"
 
@@ -151,6 +165,8 @@ class _Candidate:
     end: int
     text: str | None = None
     note: str = ""
+    excerpt: bool = False
+    """Part of the section `anchor`: the text it leaves out is marked."""
 
 
 def _whole_h1(outline: Outline) -> Section | None:
@@ -178,6 +194,60 @@ def _sections_by_terms(outline: Outline, terms: Sequence[str]) -> list[Section]:
     best = -scored[0][0]
     floor = max(1, best - 1)
     return [s for negcount, _, s in scored if -negcount >= floor][:SECTIONS_PER_DOCUMENT]
+
+
+def _section_at(outline: Outline, offset: int) -> Section | None:
+    """The section whose own text (without sub-sections) holds `offset`."""
+    for section in outline.sections:
+        if section.start <= offset < section.own_end:
+            return section
+    return None
+
+
+def passages(doc: _Doc, terms: Sequence[str], most: int = PASSAGES_PER_DOCUMENT, skip: Section | None = None,
+             within: tuple[int, int] | None = None, merge: bool = True) -> list[_Candidate]:
+    """The blocks (paragraphs, list items, code blocks) of the document, or of its range
+    `within`, holding the most distinct query terms: best first (ties in document order),
+    at most `most`, adjacent ones merged unless `merge` is false. In a long document the
+    answer is a paragraph; a whole section would spend the budget around it."""
+    if not terms:
+        return []
+    outline, body = doc.outline, doc.fetched.body
+    bounds = [*doc.cuts, len(body)]
+    scored: list[tuple[int, int, int, Section]] = []
+    seen: set[bytes] = set()
+    for start, end in itertools.pairwise(bounds):
+        if within is not None and not (within[0] <= start < within[1]):
+            continue
+        section = _section_at(outline, start)
+        if section is None or start < section.heading_end or section is skip or body[start:end] in seen:
+            continue  # the preamble and heading lines say nothing of their own; a repeat says it again
+        seen.add(body[start:end])
+        count = term_count(body[start:end].decode("utf-8", errors="replace"), terms)
+        if count:
+            scored.append((-count, start, end, section))
+    scored.sort(key=lambda item: (item[0], item[1]))
+    best = [(rank, start, end, section) for rank, (_, start, end, section) in enumerate(scored[:most])]
+    if merge:
+        runs: list[tuple[int, int, int, Section]] = []
+        for rank, start, end, section in sorted(best, key=lambda item: item[1]):
+            if runs and runs[-1][2] == start and runs[-1][3] is section:
+                runs[-1] = (min(runs[-1][0], rank), runs[-1][1], end, section)
+            else:
+                runs.append((rank, start, end, section))
+        best = sorted(runs, key=lambda item: item[0])
+    return [_Candidate(section.anchor, start, end, excerpt=True) for _, start, end, section in best]
+
+
+def _excerpt_text(doc: _Doc, cand: _Candidate, text: str) -> str:
+    """Mark where the excerpt's section has text before or after it."""
+    section = doc.outline.find(cand.anchor)
+    if section is None:
+        return text
+    body = doc.fetched.body
+    before = body[section.heading_end : cand.start].strip()
+    after = body[cand.end : section.own_end].strip()
+    return (f"{ELIDED}\n\n" if before else "") + text.strip("\n") + (f"\n\n{ELIDED}" if after else "")
 
 
 SUMMARY_TITLES = frozenset({"abstract", "summary", "overview", "introduction", "synopsis", "tl;dr", "tldr"})
@@ -239,14 +309,19 @@ def candidates_for(doc: _Doc, anchor: str, terms: Sequence[str], *, related: boo
             return [[whole, _Candidate(section.anchor, section.start, section.own_end, note=note)]]
         return [[whole]]
     body = doc.fetched.body
-    matching = _sections_by_terms(outline, terms)
+    small = len(body) < WHOLE_LIMIT
+    h1 = _whole_h1(outline)
+    whole = _Candidate(h1.anchor if h1 else "", 0, len(body))
     opening = _opening(outline, terms) if related else None
+    if related:
+        found = passages(doc, terms, skip=opening)
+        if found:  # whole when small and it fits, else what it is, then its best paragraphs
+            lead = _Candidate(opening.anchor, opening.start, opening.own_end) if opening else found.pop(0)
+            return [[whole, lead] if small else [lead], *([cand] for cand in found)]
+    matching = _sections_by_terms(outline, terms)
     if opening is not None:
         matching = [opening, *(s for s in matching if s is not opening)][:SECTIONS_PER_DOCUMENT]
-    if len(body) < WHOLE_LIMIT:
-        # whole when it fits, else the section holding the most query terms
-        h1 = _whole_h1(outline)
-        whole = _Candidate(h1.anchor if h1 else "", 0, len(body))
+    if small:  # whole when it fits, else the section holding the most query terms
         return [[whole, *(_Candidate(s.anchor, s.start, s.own_end) for s in matching)]]
     if matching:
         return [[_Candidate(s.anchor, s.start, s.own_end)] for s in matching]
@@ -265,6 +340,8 @@ class _Pending:
     label: str
     """Its entry in the omission note."""
     related: bool
+    best: list[_Candidate]
+    """Its blocks holding the most query terms, best first."""
 
 
 @dataclass
@@ -294,6 +371,8 @@ class _Page:
     """sha256 of printed evidence text -> first location."""
     pending: list[_Pending] = field(default_factory=list)
     """Blocks that did not fit whole, in the order they had their turn."""
+    listing: int = 0
+    """Tokens kept for the closing notes naming the first omission (keep_first_listed)."""
 
     def __post_init__(self) -> None:
         self.head_tokens = count_tokens(self.head + "\n")
@@ -317,12 +396,14 @@ class _Page:
         clause = f" and {related} related document{'s' if related != 1 else ''}" if related else ""
         return render_line(f"note: expanded {expanded} of {self.rows} rows{clause}; used {used} of {self.budget} tokens")
 
-    def omit(self, doc: _Doc, location: str, anchor: str, cost: int, unfit: _Candidate | None, *, related: bool) -> None:
+    def omit(self, doc: _Doc, location: str, anchor: str, cost: int, unfit: _Candidate | None,
+             terms: Sequence[str], *, related: bool) -> None:
         """List what did not fit in the omission note, and keep it for the leftover budget."""
         label = f"{location}{'#' + anchor if anchor else ''} (~{cost} tokens)"
         self.omitted.append(label)
         if unfit is not None:
-            self.pending.append(_Pending(doc, unfit, label, related))
+            best = passages(doc, terms, most=PENDING_PASSAGES, within=(unfit.start, unfit.end), merge=False) if unfit.text is None else []
+            self.pending.append(_Pending(doc, unfit, label, related, best))
 
     @functools.cached_property
     def _reserve(self) -> int:
@@ -330,7 +411,16 @@ class _Page:
 
     def reserved(self) -> int:
         """Tokens the closing notes may need at most (their longest form)."""
-        return self._reserve
+        return max(self._reserve, self.listing)
+
+    def keep_first_listed(self) -> None:
+        """From now on keep room to name the first thing that did not fit, so the budget
+        left at the end never turns a visible omission into a bare count."""
+        self.listing = count_tokens(self._notes(1, reserve=True)) + count_tokens(self._closing(999_999, reserve=True))
+
+    def left(self) -> int:
+        """Tokens still free for evidence."""
+        return self.budget - self.head_tokens - sum(self.costs) - self.reserved()
 
     def fits(self, extra: str) -> bool:
         return self.head_tokens + sum(self.costs) + count_tokens(extra) + self.reserved() <= self.budget
@@ -440,11 +530,11 @@ def _show(page: _Page, doc: _Doc, groups: list[list[_Candidate]]) -> tuple[bool,
     for group in groups:
         costs: list[int] = []
         for cand in group:
-            outcome = _show_one(page, doc, cand)
-            if isinstance(outcome, bool):
-                shown_any = shown_any or outcome
+            need = _show_one(page, doc, cand)
+            if need is None:
+                shown_any = True
                 break
-            costs.append(outcome)
+            costs.append(need)
         else:
             missing = min(costs) if not missing else min(missing, *costs)
             if unfit is None:
@@ -452,27 +542,28 @@ def _show(page: _Page, doc: _Doc, groups: list[list[_Candidate]]) -> tuple[bool,
     return shown_any, missing, unfit
 
 
-def _show_one(page: _Page, doc: _Doc, cand: _Candidate) -> bool | int:
-    """True when the candidate (or a line standing for it) is on the page, False when it
-    is covered but even that line did not fit, else the tokens its block would need."""
+def _show_one(page: _Page, doc: _Doc, cand: _Candidate) -> int | None:
+    """Print the candidate, or a line standing for it when the page already shows its
+    text. None when done, else the tokens that block or line would need."""
     loc = doc.loc(cand.anchor)
     if cand.text is not None:
         block = render_block(loc + doc.suffix, cand.text)
-        return True if page.add(block) else count_tokens(block)
+        return None if page.add(block) else count_tokens(block)
     covered = doc.covering(cand.start, cand.end)
-    if covered is not None:
-        return page.add(render_line(f"{loc}: within {covered} above"))
     digest = _digest(doc.fetched.body[cand.start : cand.end])
-    if digest in page.texts:
-        return page.add(render_line(f"{loc}: same text as {page.texts[digest]} above"))
+    if covered is not None or digest in page.texts:
+        line = render_line(f"{loc}: within {covered} above" if covered else f"{loc}: same text as {page.texts[digest]} above")
+        return None if page.add(line) else count_tokens(line)
     text, elided, printed = doc.uncovered(cand.start, cand.end, page.texts)
     if cand.note:
         text = text.rstrip("\n") + "\n\n" + cand.note + "\n"
+    if cand.excerpt:
+        text = _excerpt_text(doc, cand, text)
     block = render_block(loc + doc.suffix, text)
     if not page.add(block):
         return count_tokens(block)
     _remember(page, doc, cand.start, cand.end, loc, elided, printed)
-    return True
+    return None
 
 
 def _remember(page: _Page, doc: _Doc, start: int, end: int, loc: str,
@@ -525,26 +616,39 @@ def _show_leading(page: _Page, doc: _Doc, cand: _Candidate, most: int | None = N
     return True
 
 
-def _fill(page: _Page, docs: list[_Doc]) -> list[_Doc]:
-    """Spend what is left of the budget, after every row and related document had its
-    turn: first the leads (banner, summary) of the documents on the page, in page order:
-    every lead's first paragraph, then the rest of each, whole or its leading blocks; then
-    the leading blocks of what did not fit whole.
-    Returns related documents that printed here for the first time."""
+def _show_leads(page: _Page, docs: list[_Doc], most: int | None) -> None:
+    """The leads (banner, summary) of the documents, in page order: their first paragraph
+    (`most=1`) or the rest of each, whole or its leading blocks."""
     leads = [(doc, _Candidate(s.anchor, s.start, s.own_end)) for doc in docs if not doc.pinned for s in lead_sections(doc.outline)]
-    for most in (1, None):  # every lead's first paragraph, then the rest of each
-        for doc, cand in leads:
-            if doc.covering(cand.start, cand.end) is not None or _digest(doc.fetched.body[cand.start : cand.end]) in page.texts:
-                continue
-            if most is None or len([c for c in doc.cuts if cand.start < c < cand.end]) <= 1:
-                if _show_one(page, doc, cand) is True:
-                    continue
+    for doc, cand in leads:
+        if doc.covering(cand.start, cand.end) is not None or _digest(doc.fetched.body[cand.start : cand.end]) in page.texts:
+            continue
+        whole_is_enough = most is None or len([c for c in doc.cuts if cand.start < c < cand.end]) <= 1
+        if not (whole_is_enough and _show_one(page, doc, cand) is None):
             _show_leading(page, doc, cand, most)
+
+
+def _fill(page: _Page, docs: list[_Doc], more: list[tuple[_Doc, list[list[_Candidate]]]]) -> list[_Doc]:
+    """Spend what is left of the budget, after every row and related document had its
+    turn: every lead's (banner, summary) first paragraph, in page order; more of each
+    related document (`more`: its further paragraphs); the rest of each lead; then what
+    did not fit whole in its turn, each sharing what is left with those after it: its
+    paragraphs holding the most query terms, else its leading blocks.
+    Returns related documents that printed here for the first time."""
+    page.keep_first_listed()
+    _show_leads(page, docs, 1)
+    for doc, groups in more:
+        for group in groups:
+            for cand in group:
+                if _show_new(page, doc, cand):
+                    break
+    _show_leads(page, docs, None)
     newly: list[_Doc] = []
-    for item in page.pending:
+    for index, item in enumerate(page.pending):
         if item.related and item.doc not in docs and item.doc not in newly and page.related >= MAX_RELATED:
             continue
-        if not _show_leading(page, item.doc, item.candidate):
+        share = page.left() // (len(page.pending) - index)  # what is left, shared by those still waiting
+        if not _show_excerpt(page, item.doc, item.candidate, item.best, share) and not _show_leading(page, item.doc, item.candidate):
             continue
         if item.label in page.omitted:
             page.omitted.remove(item.label)
@@ -556,6 +660,51 @@ def _fill(page: _Page, docs: list[_Doc]) -> list[_Doc]:
             page.expanded_rows += 1
         _print_relations(page, item.doc)
     return newly
+
+
+def _show_new(page: _Page, doc: _Doc, cand: _Candidate) -> bool:
+    """Print the candidate unless the page already shows it."""
+    return doc.covering(cand.start, cand.end) is None and _show_one(page, doc, cand) is None
+
+
+def _show_excerpt(page: _Page, doc: _Doc, cand: _Candidate, best: list[_Candidate], allowance: int) -> bool:
+    """Print, in one block, the blocks of `cand` holding the most query terms (`best`,
+    best first) that fit in `allowance` tokens, in document order: `[…]` where text is
+    left out, closed by a line naming how much is left and where."""
+    if cand.text is not None or doc.covering(cand.start, cand.end) is not None:
+        return False
+    loc = doc.loc(cand.anchor)
+    body = doc.fetched.body
+    section = doc.outline.find(cand.anchor)
+    opening = section.heading_end if section is not None else cand.start
+    total = count_tokens(body[cand.start : cand.end].decode("utf-8", errors="replace"))
+
+    def render(chosen: list[_Candidate]) -> str:
+        pieces: list[str] = []
+        cursor, kept = opening, 0
+        for part in sorted(chosen, key=lambda c: c.start):
+            if body[cursor : part.start].strip():
+                pieces.append(ELIDED)
+            text = body[part.start : part.end].decode("utf-8", errors="replace")
+            pieces.append(text.strip("\n"))
+            kept += count_tokens(text)
+            cursor = part.end
+        pieces.append(f"[… ~{max(total - kept, 1)} tokens more: fetch {loc}]")
+        return render_block(loc + doc.suffix, "\n\n".join(pieces))
+
+    chosen: list[_Candidate] = []
+    for part in best:
+        if doc.covering(part.start, part.end) is not None:
+            continue
+        block = render([*chosen, part])
+        if count_tokens(block) <= allowance and page.fits(block):
+            chosen.append(part)
+    if not chosen:
+        return False
+    page.add(render(chosen))
+    for part in chosen:
+        _remember(page, doc, part.start, part.end, loc, [], [])
+    return True
 
 
 async def expand(head: str, query: str, budget: int, fetch: FetchFn) -> str:
@@ -602,11 +751,11 @@ async def select_evidence(head: str, query: str, budget: int, fetch: FetchFn) ->
                 order.append(got)
             _print_relations(page, got)
         else:
-            page.omit(got, row.path, row.anchor, cost, unfit, related=False)
+            page.omit(got, row.path, row.anchor, cost, unfit, terms, related=False)
 
-    related = await _related_hop(page, order, in_table, fetcher, terms)
+    related, more = await _related_hop(page, order, in_table, fetcher, terms)
     on_page = order + [doc for doc in related if doc not in order]
-    related += _fill(page, on_page)
+    related += _fill(page, on_page, more)
     return Selection(page.text(), tuple(fetcher.order), tuple(doc.location for doc in related), page.expanded_rows, tuple(page.omitted), page.fetch_limited)
 
 
@@ -619,10 +768,14 @@ def _print_relations(page: _Page, doc: _Doc) -> None:
         page.add(render_line(f"rel: {doc.loc()} declares {len(lines)} relations; fetch it to see them"))
 
 
-async def _related_hop(page: _Page, order: list[_Doc], in_table: set[str], fetcher: _Fetcher, terms: Sequence[str]) -> list[_Doc]:
-    """Up to MAX_RELATED same-authority targets of the expanded documents, one hop."""
+async def _related_hop(page: _Page, order: list[_Doc], in_table: set[str], fetcher: _Fetcher,
+                       terms: Sequence[str]) -> tuple[list[_Doc], list[tuple[_Doc, list[list[_Candidate]]]]]:
+    """Up to MAX_RELATED same-authority targets of the expanded documents, one hop: each
+    target's best evidence. Returns the targets printed, and what more of each could print
+    (for the leftover budget)."""
     seen: set[str] = set()
     expanded: list[_Doc] = []
+    later: list[tuple[_Doc, list[list[_Candidate]]]] = []
     for doc in order:
         if page.related >= MAX_RELATED:
             break
@@ -645,14 +798,19 @@ async def _related_hop(page: _Page, order: list[_Doc], in_table: set[str], fetch
                 page.add(render_line(f"note: {candidates}"))
                 continue
             got.suffix, got.pinned = f" (via {doc.loc()} {predicate})", bool(fragment)
-            printed, cost, unfit = _show(page, got, candidates)
+            printed, cost, unfit = _show(page, got, candidates[:1])
+            rest = candidates[1:]
+            if not printed and rest:  # its best did not fit: anything of it that does
+                printed, more_cost, _ = _show(page, got, rest)
+                cost, rest = min(cost, more_cost or cost), []
             if printed:
                 page.related += 1
                 expanded.append(got)
+                later.append((got, rest))
                 _print_relations(page, got)
             else:
-                page.omit(got, location, fragment, cost, unfit, related=True)
-    return expanded
+                page.omit(got, location, fragment, cost, unfit, terms, related=True)
+    return expanded, later
 
 
 async def _table_too_large(head_tokens: int, budget: int, rows: list[TableRow], fetcher: _Fetcher, terms: Sequence[str]) -> str:
