@@ -29,6 +29,7 @@ paragraphs holding the most query terms, in document order.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import hashlib
 import itertools
@@ -196,12 +197,13 @@ def _sections_by_terms(outline: Outline, terms: Sequence[str]) -> list[Section]:
     return [s for negcount, _, s in scored if -negcount >= floor][:SECTIONS_PER_DOCUMENT]
 
 
-def _section_at(outline: Outline, offset: int) -> Section | None:
-    """The section whose own text (without sub-sections) holds `offset`."""
-    for section in outline.sections:
-        if section.start <= offset < section.own_end:
-            return section
-    return None
+def _section_at(outline: Outline, starts: list[int], offset: int) -> Section | None:
+    """The section whose own text (without sub-sections) holds `offset`; `starts` are the
+    sections' start offsets (own texts are disjoint and in order)."""
+    index = bisect.bisect_right(starts, offset) - 1
+    if index < 0 or offset >= outline.sections[index].own_end:
+        return None
+    return outline.sections[index]
 
 
 def passages(doc: _Doc, terms: Sequence[str], most: int = PASSAGES_PER_DOCUMENT, skip: Section | None = None,
@@ -214,12 +216,13 @@ def passages(doc: _Doc, terms: Sequence[str], most: int = PASSAGES_PER_DOCUMENT,
         return []
     outline, body = doc.outline, doc.fetched.body
     bounds = [*doc.cuts, len(body)]
+    starts = [section.start for section in outline.sections]
     scored: list[tuple[int, int, int, Section]] = []
     seen: set[bytes] = set()
     for start, end in itertools.pairwise(bounds):
         if within is not None and not (within[0] <= start < within[1]):
             continue
-        section = _section_at(outline, start)
+        section = _section_at(outline, starts, start)
         if section is None or start < section.heading_end or section is skip or body[start:end] in seen:
             continue  # the preamble and heading lines say nothing of their own; a repeat says it again
         seen.add(body[start:end])
