@@ -395,15 +395,36 @@ def test_related_fetches_past_the_fetch_limit_stay_within_the_budget():
 
 
 def test_a_budgeted_table_drops_the_snippet_column_and_keeps_escaped_pipes():
-    from demarkus.expand import drop_snippets, table_rows
+    from demarkus.expand import compact_table, table_rows
 
     head = envelope("ok", {"matches": "1"}, render_lookup(
         "q", "/", [LookupRow("/a|b.md", 0.8, "T | U", ("t",), anchor="x", heading="H", snippet="snip | pet")], body_match=True,
     ), keys=("matches",))
-    table = drop_snippets(head)
+    table = compact_table(head)
     assert "| Path | Importance | Title | Tags |\n|------|------------|-------|------|\n" in table
     assert "| /a\\|b.md#x | 0.80 | T \\| U › H | t |\n" in table
     assert "snip" not in table and table_rows(table) == table_rows(head)
     catalog = envelope("ok", {"matches": "1"}, render_lookup("q", "/", [LookupRow("/a.md", 0.8, "T", ("t",))], body_match=False), keys=("matches",))
-    assert drop_snippets(catalog) == catalog
+    assert compact_table(catalog) == catalog
 
+
+
+def test_a_budgeted_table_ditto_marks_the_title_and_tags_of_the_document_above():
+    from demarkus.expand import compact_table, table_rows
+
+    rows = [
+        LookupRow("/a|b.md", 0.7, "T | U", ("t", "u"), anchor="x", heading="First", snippet="s"),
+        LookupRow("/a|b.md", 0.7, "T | U", ("t", "u"), anchor="y", heading="Second › part", snippet="s"),
+        LookupRow("/c.md", 0.5, "T | U", ("t", "u"), anchor="z", heading="Other", snippet="s"),
+        LookupRow("/a|b.md", 0.7, "T | U", ("t", "u"), anchor="w", heading="Again", snippet="s"),
+    ]
+    head = envelope("ok", {"matches": "4"}, render_lookup("q", "/", rows, body_match=True), keys=("matches",))
+    table = compact_table(head)
+    assert table.splitlines()[-4:] == [
+        "| /a\\|b.md#x | 0.70 | T \\| U › First | t, u |",
+        "| /a\\|b.md#y | 0.70 | ″ › Second › part | ″ |",  # the same document as the row above
+        "| /c.md#z | 0.50 | T \\| U › Other | t, u |",  # another document: said in full
+        "| /a\\|b.md#w | 0.70 | T \\| U › Again | t, u |",  # not the row above: said in full again
+    ]
+    assert table_rows(table) == table_rows(head)
+    assert count_tokens(table) < count_tokens(head)

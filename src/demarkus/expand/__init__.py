@@ -1,7 +1,7 @@
 """Budgeted lookup expansion, shared by the local MCP server and the gateway."""
 
 from .evidence import MAX_FETCHES, MAX_RELATED, Selection, expand, select_evidence
-from .rows import Fetched, FetchFn, TableRow, drop_snippets, table_rows
+from .rows import Fetched, FetchFn, TableRow, compact_table, table_rows
 
 __all__ = [
     "MAX_FETCHES",
@@ -10,7 +10,7 @@ __all__ = [
     "FetchFn",
     "Selection",
     "TableRow",
-    "drop_snippets",
+    "compact_table",
     "expand",
     "select_evidence",
     "table_rows",

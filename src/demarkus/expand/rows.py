@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -82,17 +83,42 @@ def table_rows(table: str) -> list[TableRow]:
     return rows
 
 
-def drop_snippets(table: str) -> str:
-    """The table without its Snippet column: with a budget, the evidence blocks show the
-    text a snippet would preview, so the column would print the same bytes twice."""
+DITTO = "″"
+"""Stands, in a budgeted table, for the document title or tags of the row above."""
+
+
+def _cells(line: str) -> list[str]:
+    """The cells of a table line as written (escapes kept, padding stripped)."""
+    bounds = [0, *_pipes(line)]
+    return [line[start + 1 : end].strip() for start, end in itertools.pairwise(bounds)]
+
+
+def compact_table(table: str) -> str:
+    """The lookup table as a budgeted lookup prints it, so no byte is paid for twice:
+    without its Snippet column (the evidence blocks show that text), and with a row on the
+    same document as the row above printing `″ › Heading` and `″` instead of repeating the
+    document's title and tags. A catalog table (no Snippet column) is returned as is."""
     lines = table.split("\n")
     if not any(line.startswith("| Path |") and line.rstrip().endswith("| Snippet |") for line in lines):
         return table
     out: list[str] = []
+    header_seen = False
+    above: tuple[str, str, str] | None = None  # path, title prefix, tags of the row above
     for line in lines:
         if line.startswith("|"):
             pipes = _pipes(line)
             if len(pipes) >= 2:
                 line = line[: pipes[-2] + 1]
+        if line.startswith("| ") and header_seen and not line.startswith("|--"):
+            cells = _cells(line)
+            if len(cells) == 4:
+                path = _split_location(cells[0]).path
+                title = cells[2].split(" › ", 1)[0] + " › "
+                if above is not None and above[0] == path and cells[2].startswith(above[1]) and cells[3] == above[2]:
+                    line = f"| {cells[0]} | {cells[1]} | {DITTO} › {cells[2][len(above[1]):]} | {DITTO} |"
+                else:
+                    above = (path, title, cells[3])
+        elif line.startswith("| Path |"):
+            header_seen = True
         out.append(line)
     return "\n".join(out)

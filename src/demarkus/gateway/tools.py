@@ -50,7 +50,7 @@ from ..mcp.text import envelope
 from ..mcp.tools import Target, ToolFailure, Tools, check_lookup_arguments
 from ..protocol import Response, Status, normalize_scope
 from ..render import escape_cell, render_lookup
-from ..expand import Fetched, drop_snippets
+from ..expand import Fetched, compact_table
 from .qualify import qualify_lookup, qualify_lookup_result, qualify_versions, world_of, world_prefix
 from .resolver import GatewayResolver
 
@@ -224,7 +224,7 @@ class GatewayTools(Tools):
         result = envelope(Status.OK, meta, table, keys=ALL_KEYS, verbose=verbose, extra=extra)
         if budget > 0:
             # The same expansion Tools.lookup runs, fetching with this caller's resolver.
-            result = drop_snippets(result)
+            result = compact_table(result)
             result += await local_tools.expand(result, query, budget, self._fetcher(targets[0]))
         return result
 

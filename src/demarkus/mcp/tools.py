@@ -14,7 +14,7 @@ from typing import Protocol
 
 from ..backend import Backend
 from ..errors import BadRequestError, DemarkusError
-from ..expand import Fetched, drop_snippets, expand
+from ..expand import Fetched, compact_table, expand
 from ..graph import GraphStore, observe_document
 from ..graph.card import (
     render_backlinks,
@@ -207,8 +207,9 @@ class Tools:
         text = envelope(response.status, response.metadata, response.text, keys=LOOKUP_KEYS, verbose=verbose, extra=extra)
         if budget > 0 and response.status == Status.OK:
             # The budget covers the whole result: envelope and table included. The evidence
-            # shows what the snippets preview, so the table drops that column.
-            text = drop_snippets(text)
+            # shows what the snippets preview, so the table drops that column, and ditto
+            # marks stand for a title and tags repeated from the row above.
+            text = compact_table(text)
             text += await expand(text, query, budget, self._fetcher(target))
         return text
 
