@@ -44,13 +44,13 @@ from pydantic import Field
 
 from ..catalog import DEFAULT_LIMIT, MAX_LIMIT
 from ..errors import DemarkusError
+from ..expand import Fetched, compact_table
 from ..mcp import tools as local_tools
 from ..mcp.server import tool_errors
 from ..mcp.text import envelope
 from ..mcp.tools import Target, ToolFailure, Tools, check_lookup_arguments
 from ..protocol import Response, Status, normalize_scope
 from ..render import escape_cell, render_lookup
-from ..expand import Fetched, compact_table
 from .qualify import qualify_lookup, qualify_lookup_result, qualify_versions, world_of, world_prefix
 from .resolver import GatewayResolver
 
