@@ -133,3 +133,23 @@ async def test_reads_give_up_with_a_clear_error_when_nothing_listens(tls_files: 
         assert "after 2 tries" in str(caught.value)
     finally:
         await client.close()
+
+
+@pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
+async def test_a_client_that_stops_reading_an_answer_is_no_error_and_the_connection_carries_on(
+    server: MarkServer, tls_files: tuple[Path, Path], caplog: pytest.LogCaptureFixture
+):
+    config = client_configuration(ca=tls_files[0], server_name="localhost")
+    async with connect("127.0.0.1", server.port, configuration=config) as protocol:
+        for _ in range(5):  # STOP_SENDING right behind the request: the answer is not wanted
+            stream_id = protocol._quic.get_next_available_stream_id()
+            protocol._quic.send_stream_data(stream_id, b"FETCH /health\n", end_stream=True)
+            protocol._quic.stop_stream(stream_id, 0)
+            protocol.transmit()
+        await asyncio.sleep(0.3)
+        reader, writer = await protocol.create_stream()
+        writer.write(b"FETCH /health\n")
+        writer.write_eof()
+        async with asyncio.timeout(10):
+            assert parse_response(await reader.read()).status == "ok"
+    assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")], caplog.text

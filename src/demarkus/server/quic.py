@@ -7,16 +7,19 @@ The client writes the whole request and closes its side; the server reads to the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from aioquic.asyncio import serve
 from aioquic.asyncio.protocol import QuicConnectionProtocol
 from aioquic.asyncio.server import QuicServer
+from aioquic.quic import events
 
 from ..errors import BadRequestError, DemarkusError
 from ..protocol import (
@@ -38,6 +41,34 @@ access = logging.getLogger("demarkus.access")
 READ_TIMEOUT = 30.0
 """Seconds a client may take to send its whole request."""
 SHUTDOWN_GRACE = 5.0
+
+
+class _Connection(QuicConnectionProtocol):
+    """One client's connection; it remembers the streams whose answer the client stopped
+    (STOP_SENDING, e.g. after it gave up waiting): nobody reads them, and aioquic refuses
+    to write on them."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.stopped: set[int] = set()
+
+    def quic_event_received(self, event: events.QuicEvent) -> None:
+        if isinstance(event, events.StopSendingReceived):
+            self.stopped.add(event.stream_id)
+        super().quic_event_received(event)
+
+
+def _stopped(writer: asyncio.StreamWriter) -> bool:
+    """Whether the client stopped this stream's answer; forgets it (the stream is done)."""
+    transport = writer.transport
+    connection = getattr(transport, "protocol", None)
+    if not isinstance(connection, _Connection):
+        return False
+    stream_id = transport.get_extra_info("stream_id")
+    if stream_id in connection.stopped:
+        connection.stopped.discard(stream_id)
+        return True
+    return False
 
 
 class MarkServer:
@@ -67,7 +98,7 @@ class MarkServer:
             self.host,
             self._requested_port,
             configuration=server_configuration(self._cert, self._key),
-            create_protocol=QuicConnectionProtocol,
+            create_protocol=_Connection,
             stream_handler=self._spawn,
         )
 
@@ -100,6 +131,11 @@ class MarkServer:
                         f"The request was not complete within {READ_TIMEOUT:.0f} seconds. "
                         "Send the whole request, then close the stream.",
                     )
+            if _stopped(writer):
+                log.info("%s %s: the client stopped the stream; the answer was not sent", verb, path)
+                with contextlib.suppress(RuntimeError):  # marks our side done; aioquic refuses the FIN
+                    writer.write_eof()
+                return
             writer.write(encode_response(response))
             writer.write_eof()
             _log_access(verb, path, response, started)
