@@ -8,6 +8,7 @@ off) while the others on the same connection go through.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import time
 from collections import Counter
@@ -19,6 +20,7 @@ import pytest
 from aioquic.asyncio import serve
 from aioquic.asyncio.protocol import QuicConnectionProtocol
 from aioquic.asyncio.server import QuicServer
+from aioquic.quic import events
 from aioquic.quic.connection import QuicConnection
 
 from demarkus.client import Client
@@ -45,6 +47,8 @@ class ScriptedAuthority:
         self._tasks: set[asyncio.Task[None]] = set()
         self.connections = 0
         self.seen: Counter[str] = Counter()
+        self.stopped: list[int] = []
+        """Streams whose answer the client asked to stop (STOP_SENDING)."""
 
     @property
     def url(self) -> str:
@@ -58,6 +62,11 @@ class ScriptedAuthority:
             def __init__(self, quic: QuicConnection, stream_handler: object = None) -> None:
                 super().__init__(quic, lambda reader, writer: authority._spawn(self, reader, writer))
                 authority.connections += 1
+
+            def quic_event_received(self, event: events.QuicEvent) -> None:
+                if isinstance(event, events.StopSendingReceived):
+                    authority.stopped.append(event.stream_id)
+                super().quic_event_received(event)
 
         self._server = await serve("127.0.0.1", 0, configuration=server_configuration(self._cert, self._key),
                                    create_protocol=Scripted)
@@ -77,6 +86,14 @@ class ScriptedAuthority:
         task.add_done_callback(self._tasks.discard)
 
     async def _answer(self, protocol: QuicConnectionProtocol, reader: asyncio.StreamReader,
+                      writer: asyncio.StreamWriter) -> None:
+        try:
+            await self._script(protocol, reader, writer)
+        finally:  # a stream the client stopped refuses even the FIN; this marks it done
+            with contextlib.suppress(Exception):
+                writer.write_eof()
+
+    async def _script(self, protocol: QuicConnectionProtocol, reader: asyncio.StreamReader,
                       writer: asyncio.StreamWriter) -> None:
         request = parse_request(await reader.read())
         self.seen[request.path] += 1
@@ -130,6 +147,7 @@ async def test_a_slow_answer_fails_alone_and_the_shared_connection_carries_on(au
     # one connection throughout, and the slow answer was not sent again (the authority is busy, not gone)
     assert authority.connections == 1
     assert authority.seen["/never.md"] == 1 and authority.seen["/slowish.md"] == 1
+    assert len(authority.stopped) == 1  # and the authority was told to drop the answer given up
 
 
 async def test_a_write_whose_answer_is_late_is_outcome_unknown_and_the_connection_stays(authority: ScriptedAuthority, tls_files):

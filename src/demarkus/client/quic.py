@@ -55,6 +55,9 @@ ANSWER_TIMEOUT = 60.0
 """Seconds one answer may take from an authority that is up (still sending) but busy."""
 READ_RETRIES = 5
 RETRY_DELAY = 0.1
+STOPPED = 0
+"""Application error code of the STOP_SENDING that asks an authority to drop an answer
+nobody waits for any more."""
 
 
 class _NotSent(Exception):
@@ -152,12 +155,15 @@ class MarkConnection(QuicConnectionProtocol):
         return stream_id, answer.done
 
     def abandon(self, stream_id: int) -> None:
-        """Stop waiting for one answer; the other streams are not affected. Whatever still
-        arrives for it is dropped. (No STOP_SENDING: the authority's stream writer raises
-        on a stopped stream, and an answer is bounded by the protocol's limits anyway.)"""
+        """Stop waiting for one answer; the other streams are not affected. The authority
+        is asked to stop sending it (STOP_SENDING), and whatever still arrives is dropped."""
         answer = self._answers.pop(stream_id, None)
-        if answer is not None:
-            answer.done.cancel()
+        if answer is None:
+            return
+        answer.done.cancel()
+        with contextlib.suppress(ValueError):  # the stream is already gone: nothing to stop
+            self._quic.stop_stream(stream_id, STOPPED)
+        self.transmit()
 
     def fail_all(self, reason: str) -> None:
         """Fail every awaited answer at once (the connection is being given up)."""
