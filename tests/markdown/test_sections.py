@@ -17,6 +17,7 @@ from demarkus.markdown import (
     block_starts,
     opening_paragraph,
     outline_text,
+    parse_blocks,
     parse_outline,
     slugify,
 )
@@ -422,3 +423,15 @@ def test_block_starts_are_where_a_section_can_be_cut():
     body = b"# T\n\nPara one\nline two\n\n- a\n- b\n  more\n\n```\ncode\n\ncode\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"
     starts = block_starts(body)
     assert [body[s:].split(b"\n", 1)[0] for s in starts] == [b"# T", b"Para one", b"- a", b"- b", b"```", b"| a | b |"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(_ANY_TEXT)
+def test_one_parse_gives_the_same_outline_and_block_starts(body: bytes) -> None:
+    try:
+        expected = (parse_outline(body), block_starts(body))
+    except BadRequestError:
+        with pytest.raises(BadRequestError):
+            parse_blocks(body)
+        return
+    assert parse_blocks(body) == expected

@@ -8,6 +8,7 @@ from .sections import (
     block_starts,
     opening_paragraph,
     outline_text,
+    parse_blocks,
     parse_outline,
     slugify,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "extract_links",
     "opening_paragraph",
     "outline_text",
+    "parse_blocks",
     "parse_outline",
     "parse_relations",
     "resolve_target",

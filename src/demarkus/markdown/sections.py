@@ -46,6 +46,7 @@ __all__ = [
     "Section",
     "opening_paragraph",
     "outline_text",
+    "parse_blocks",
     "parse_outline",
     "slugify",
 ]
@@ -180,7 +181,20 @@ def block_starts(body: bytes) -> list[int]:
     Raises:
         BadRequestError: `body` is not UTF-8.
     """
+    return _block_starts(parse_body(body, inline=False))
+
+
+def parse_blocks(body: bytes) -> tuple[Outline, list[int]]:
+    """`parse_outline` and `block_starts` from one parse (the parse is most of the cost).
+
+    Raises:
+        BadRequestError: `body` is not UTF-8.
+    """
     parsed = parse_body(body, inline=False)
+    return outline_from_parse(parsed), _block_starts(parsed)
+
+
+def _block_starts(parsed: ParsedBody) -> list[int]:
     starts: set[int] = set()
     for token in parsed.tokens:
         if not token.map:
