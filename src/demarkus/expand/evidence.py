@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 from ..errors import DemarkusError
 from ..index.query import content_words
-from ..markdown import PREFERRED, Outline, Section, block_starts, outline_text, parse_outline, parse_relations
+from ..markdown import PREFERRED, Outline, Section, outline_text, parse_blocks, parse_relations
 from ..protocol import parse_mark_url
 from ..tokens import count_tokens
 from .rows import Fetched, FetchFn, TableRow, table_rows
@@ -89,17 +89,14 @@ class _Doc:
     """How rows name it: `/a.md` or `mark://world/a.md`."""
     fetched: Fetched
     outline: Outline
+    cuts: list[int]
+    """Where a long range may be cut (block and list item starts)."""
     shown: list[tuple[int, int, str]] = field(default_factory=list)
     relations_done: bool = False
     suffix: str = ""
     """How its blocks are headed after the location: `(via ...)` for a related document."""
     pinned: bool = False
     """Reached through a `path#anchor` relation: that section is what it is here for."""
-
-    @functools.cached_property
-    def cuts(self) -> list[int]:
-        """Where a long range may be cut (block and list item starts)."""
-        return block_starts(self.fetched.body)
 
     def loc(self, anchor: str = "") -> str:
         pinned = f"{self.location}/v{self.fetched.version}" if self.fetched.version else self.location
@@ -343,8 +340,8 @@ class _Pending:
     label: str
     """Its entry in the omission note."""
     related: bool
-    best: list[_Candidate]
-    """Its blocks holding the most query terms, best first."""
+    terms: Sequence[str]
+    """The query's terms, to choose its paragraphs when its turn comes."""
 
 
 @dataclass
@@ -405,8 +402,7 @@ class _Page:
         label = f"{location}{'#' + anchor if anchor else ''} (~{cost} tokens)"
         self.omitted.append(label)
         if unfit is not None:
-            best = passages(doc, terms, most=PENDING_PASSAGES, within=(unfit.start, unfit.end), merge=False) if unfit.text is None else []
-            self.pending.append(_Pending(doc, unfit, label, related, best))
+            self.pending.append(_Pending(doc, unfit, label, related, terms))
 
     @functools.cached_property
     def _reserve(self) -> int:
@@ -494,7 +490,7 @@ class _Fetcher:
         except DemarkusError as exc:
             self.docs[location] = f"{location}: {exc}"
         else:
-            self.docs[location] = _Doc(location, fetched, parse_outline(fetched.body))
+            self.docs[location] = _Doc(location, fetched, *parse_blocks(fetched.body))
         return self.docs[location]
 
 
@@ -650,8 +646,12 @@ def _fill(page: _Page, docs: list[_Doc], more: list[tuple[_Doc, list[list[_Candi
     for index, item in enumerate(page.pending):
         if item.related and item.doc not in docs and item.doc not in newly and page.related >= MAX_RELATED:
             continue
+        if page.left() <= 0:
+            break
         share = page.left() // (len(page.pending) - index)  # what is left, shared by those still waiting
-        if not _show_excerpt(page, item.doc, item.candidate, item.best, share) and not _show_leading(page, item.doc, item.candidate):
+        cand = item.candidate
+        best = passages(item.doc, item.terms, PENDING_PASSAGES, within=(cand.start, cand.end), merge=False) if cand.text is None else []
+        if not _show_excerpt(page, item.doc, cand, best, share) and not _show_leading(page, item.doc, cand):
             continue
         if item.label in page.omitted:
             page.omitted.remove(item.label)
