@@ -51,7 +51,8 @@ OMITTED_SHOWN = 5
 SECTIONS_PER_DOCUMENT = 2
 """Sections printed for a document reached without an anchor (large documents)."""
 PASSAGES_PER_DOCUMENT = 3
-"""Passages printed for a large related document: its blocks holding the most query terms."""
+"""Passages offered for a related document reached without an anchor: its blocks holding
+the most query terms."""
 PENDING_PASSAGES = 8
 """Passages tried, for a block that did not fit whole, with the budget left at the end."""
 ELIDED = "[…]"
@@ -684,15 +685,17 @@ def _show_excerpt(page: _Page, doc: _Doc, cand: _Candidate, best: list[_Candidat
 
     def render(chosen: list[_Candidate]) -> str:
         pieces: list[str] = []
-        cursor, kept = opening, 0
+        cursor, kept, gaps = opening, 0, False
         for part in sorted(chosen, key=lambda c: c.start):
             if body[cursor : part.start].strip():
                 pieces.append(ELIDED)
+                gaps = True
             text = body[part.start : part.end].decode("utf-8", errors="replace")
             pieces.append(text.strip("\n"))
             kept += count_tokens(text)
             cursor = part.end
-        pieces.append(f"[… ~{max(total - kept, 1)} tokens more: fetch {loc}]")
+        if gaps or body[cursor : cand.end].strip():
+            pieces.append(f"[… ~{max(total - kept, 1)} tokens more: fetch {loc}]")
         return render_block(loc + doc.suffix, "\n\n".join(pieces))
 
     chosen: list[_Candidate] = []
