@@ -105,20 +105,22 @@ def compact_table(table: str) -> str:
     header_seen = False
     above: tuple[str, str, str] | None = None  # path, title prefix, tags of the row above
     for line in lines:
-        if line.startswith("|"):
-            pipes = _pipes(line)
-            if len(pipes) >= 2:
-                line = line[: pipes[-2] + 1]
-        if line.startswith("| ") and header_seen and not line.startswith("|--"):
+        if not line.startswith("|"):
+            above = None  # a row is only ever compared with the row just above it
+            out.append(line)
+            continue
+        pipes = _pipes(line)
+        if len(pipes) >= 2:
+            line = line[: pipes[-2] + 1]
+        if line.startswith("| Path |"):
+            header_seen = True
+        elif line.startswith("| ") and header_seen:
             cells = _cells(line)
             if len(cells) == 4:
                 path = _split_location(cells[0]).path
-                title = cells[2].split(" › ", 1)[0] + " › "
                 if above is not None and above[0] == path and cells[2].startswith(above[1]) and cells[3] == above[2]:
                     line = f"| {cells[0]} | {cells[1]} | {DITTO} › {cells[2][len(above[1]):]} | {DITTO} |"
                 else:
-                    above = (path, title, cells[3])
-        elif line.startswith("| Path |"):
-            header_seen = True
+                    above = (path, cells[2].split(" › ", 1)[0] + " › ", cells[3])
         out.append(line)
     return "\n".join(out)
