@@ -40,6 +40,7 @@ DEMO_CALLS: list[tuple[str, dict[str, object]]] = [
     ("mark_explore", {"url": "/decisions/adr-0007-segment-log.md"}),
     ("mark_explore", {"url": "/runbooks/take-snapshot.md", "direction": "outgoing"}),
     ("mark_explore", {"url": "/decisions/adr-0003-sqlite-job-store.md"}),
+    ("mark_lookup", {"query": "*", "url": "/runbooks", "match": "body", "limit": 3}),
 ]
 
 PEPS_CALLS: list[tuple[str, dict[str, object]]] = [
@@ -109,6 +110,16 @@ async def test_demo_world_texts_are_identical_through_the_gateway_and_the_local_
     assert texts[7].startswith("status: unchanged")
     assert gateway[10][0].startswith("status: not-found")
     assert "## Relations (" in texts[11]
+    assert "note: answered from the catalog: `*` lists documents, not sections" in texts[14]
+
+
+async def test_lookup_all_says_why_a_star_body_lookup_is_a_catalog_answer(demo_root: Path):
+    config = make_config({"demo": {"root": demo_root}}, {"agent": {"token": TOKEN, "read": ["demo"]}})
+    async with serving(create_app(config)) as app, session(app, TOKEN, mode="legacy") as client:
+        star, star_error = await call(client, "mark_lookup_all", query="*", match="body", limit=3)
+        words, words_error = await call(client, "mark_lookup_all", query="snapshot quorum", match="body", limit=3)
+    assert not star_error and "note: answered from the catalog in demo: `*` lists documents, not sections" in star
+    assert not words_error and "answered from the catalog" not in words and "match: body" in words
 
 
 async def test_demo_world_texts_match_the_local_stdio_server(demo_root: Path, tmp_path: Path):

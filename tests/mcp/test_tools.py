@@ -21,6 +21,7 @@ CASES = [
     ("lookup-budget", "mark_lookup", {"query": "lease heartbeat interval", "match": "body", "limit": 3, "budget": 600}),
     ("lookup-budget-readme", "mark_lookup", {"query": "restore snapshot quorum check", "url": "/runbooks", "match": "body", "limit": 2, "budget": 700}),
     ("lookup-scoped", "mark_lookup", {"query": "*", "url": "/decisions", "limit": 20}),
+    ("lookup-body-star", "mark_lookup", {"query": "*", "url": "/runbooks", "match": "body", "limit": 3}),
     ("fetch-whole", "mark_fetch", {"url": "/decisions/adr-0010-leases-and-heartbeats.md"}),
     ("fetch-section", "mark_fetch", {"url": "/runbooks/replace-failed-node.md#notes-1"}),
     ("fetch-old-version", "mark_fetch", {"url": "/operations/retention.md/v1"}),

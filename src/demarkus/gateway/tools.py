@@ -220,7 +220,7 @@ class GatewayTools(Tools):
             meta["match"] = "body"
         extra: dict[str, str] = {}
         if catalog_only:
-            extra["note"] = f"answered from the catalog in {', '.join(catalog_only)}: no body match there"
+            extra["note"] = f"answered from the catalog in {', '.join(catalog_only)}: {local_tools.catalog_reason(query, 'no body match there')}"
         result = envelope(Status.OK, meta, table, keys=ALL_KEYS, verbose=verbose, extra=extra)
         if budget > 0:
             # The same expansion Tools.lookup runs, fetching with this caller's resolver.

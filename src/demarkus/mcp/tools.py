@@ -101,6 +101,12 @@ def _raise_for_bad_request(response: Response) -> None:
             raise ToolFailure(str(exc)) from exc
 
 
+def catalog_reason(query: str, otherwise: str = "this authority has no body match") -> str:
+    """Why a body-match lookup came back as a catalog answer: `*` is always one (it lists
+    documents); `otherwise` the authority has no body match."""
+    return "`*` lists documents, not sections" if query.strip() == "*" else otherwise
+
+
 class Tools:
     """One instance per MCP session: it remembers which documents it returned in full."""
 
@@ -203,7 +209,7 @@ class Tools:
         _raise_for_bad_request(response)
         extra: dict[str, str] = {}
         if match == "body" and response.ok and response.metadata.get("match") != "body":
-            extra["note"] = "answered from the catalog: this authority has no body match"
+            extra["note"] = f"answered from the catalog: {catalog_reason(query)}"
         text = envelope(response.status, response.metadata, response.text, keys=LOOKUP_KEYS, verbose=verbose, extra=extra)
         if budget > 0 and response.status == Status.OK:
             # The budget covers the whole result: envelope and table included. The evidence
