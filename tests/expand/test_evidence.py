@@ -135,6 +135,27 @@ def test_a_cut_block_never_splits_a_code_fence_and_names_the_rest(case):
             assert rest.group(2) == block.split()[0]  # the rest is in the block's own section
 
 
+MARKER = re.compile(r"^\[(…|… ~\d+ tokens more: fetch \S+|#\S+ shown above|#\S+: same text as \S+ above|sub-sections not shown: .*)\]$")
+OUTLINE_LINE = re.compile(r"^\s*- .* \(#[^,]+, \d+ lines\)$")
+
+
+@FAST
+@given(worlds())
+def test_every_block_prints_only_its_own_documents_text_and_markers(case):
+    world, rows, budget, query = case
+    _, selection, _ = run(world, rows, budget, query)
+    for block in re.split(r"(?m)^>>> ", selection.text)[1:]:
+        header, _, content = block.partition("\n")
+        location = header.split()[0]
+        if not content.strip() or location in ("note:", "rel:"):
+            continue
+        body = world.docs[location.split("/v3", 1)[0]][0]
+        for chunk in (c.strip("\n") for c in content.split("\n\n")):
+            if not chunk or MARKER.match(chunk) or all(OUTLINE_LINE.match(line) for line in chunk.splitlines()):
+                continue
+            assert chunk in body, (location, chunk)
+
+
 @FAST
 @given(worlds())
 def test_fetches_stay_on_the_authority_and_within_the_bound(case):
