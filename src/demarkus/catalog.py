@@ -29,6 +29,13 @@ class CatalogEntry:
     importance: float
     modified: datetime
     metadata: Mapping[str, str] = field(default_factory=dict)
+    folded_tags: frozenset[str] = field(init=False, repr=False, compare=False)
+    """`tags` lower-cased once, not on every query."""
+    folded_title: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "folded_tags", frozenset(t.lower() for t in self.tags))
+        object.__setattr__(self, "folded_title", self.title.lower())
 
 
 def parse_importance(value: str | None) -> float:
@@ -109,8 +116,7 @@ class Filter:
     equals: tuple[tuple[str, str], ...] = ()
 
     def accepts(self, entry: CatalogEntry) -> bool:
-        lowered = {t.lower() for t in entry.tags}
-        if any(t not in lowered for t in self.tags):
+        if any(t not in entry.folded_tags for t in self.tags):
             return False
         if self.after is not None and not entry.modified > self.after:
             return False
@@ -166,9 +172,7 @@ def parse_filter(text: str | None) -> Filter:
 
 
 def score(entry: CatalogEntry, terms: Iterable[str]) -> int:
-    tags = {t.lower() for t in entry.tags}
-    title = entry.title.lower()
-    return sum(1 for term in terms if term in tags or term in title)
+    return sum(1 for term in terms if term in entry.folded_tags or term in entry.folded_title)
 
 
 class Catalog:
