@@ -1,0 +1,31 @@
+"""The catalog's matching rules: tags case-insensitively, title substrings, rank order."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from demarkus.catalog import Catalog, make_entry, parse_filter, query_terms, score
+
+WHEN = datetime(2026, 11, 30, tzinfo=UTC)
+
+
+def entry(path: str, tags: str, title: str = "", importance: str = "0.5"):  # type: ignore[no-untyped-def]
+    return make_entry(path, {"tags": tags, "title": title, "importance": importance}, b"", WHEN)
+
+
+def test_terms_match_tags_whatever_their_case_and_title_substrings():
+    decision = entry("/adr/7.md", "ADR, Storage, status:Accepted", "Segment Log for Jobs")
+    assert score(decision, query_terms("adr STORAGE status:accepted")) == 3
+    assert score(decision, query_terms("segment jobs")) == 2  # title substrings, any case
+    assert score(decision, query_terms("stor")) == 0  # a tag matches whole, the title did not hold it
+    assert score(decision, query_terms("log")) == 1
+
+
+def test_a_tag_filter_ignores_case_and_the_order_is_score_then_importance():
+    catalog = Catalog()
+    catalog.put(entry("/a.md", "Runbook, Snapshot", importance="0.4"))
+    catalog.put(entry("/b.md", "runbook", importance="0.9"))
+    catalog.put(entry("/c.md", "RUNBOOK, snapshot", importance="0.8"))
+    found = catalog.search(query_terms("runbook snapshot"), "/", parse_filter("tag=Runbook"), 10)
+    assert [e.path for e in found] == ["/c.md", "/a.md", "/b.md"]
+    assert [e.path for e in catalog.search(["*"], "/", parse_filter("tag=snapshot"), 10)] == ["/c.md", "/a.md"]
