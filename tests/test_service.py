@@ -112,6 +112,22 @@ async def test_list_pages_with_a_cursor_and_hides_archived(backend: Backend, tok
     assert (await backend.list("/l/a.md")).status == "not-found"
 
 
+async def test_list_hides_a_folder_whose_documents_are_all_archived(backend: Backend, tokens: Tokens):
+    await backend.publish("/f/live/a.md", "a", token=tokens.writer)
+    await backend.publish("/f/mixed/b.md", "b", token=tokens.writer)
+    await backend.publish("/f/mixed/deep/c.md", "c", token=tokens.writer)
+    await backend.publish("/f/gone/d.md", "d", token=tokens.writer)
+    await backend.publish("/f/gone/deep/e.md", "e", token=tokens.writer)
+    for path in ("/f/mixed/b.md", "/f/gone/d.md", "/f/gone/deep/e.md"):
+        await backend.archive(path, token=tokens.writer)
+    listing = await backend.list("/f")
+    assert "[live/]" in listing.text and "[mixed/]" in listing.text  # one active document is enough, at any depth
+    assert "gone/" not in listing.text and listing.metadata["entries"] == "2"
+    assert "[gone/]" in (await backend.list("/f", include_archived=True)).text
+    await backend.publish("/f/gone/deep/e.md", "", token=tokens.writer)  # restored
+    assert "[gone/]" in (await backend.list("/f")).text
+
+
 async def test_expected_version_creates_only_and_guards_updates(backend: Backend, tokens: Tokens):
     assert (await backend.publish("/e.md", "v1", expected_version=0, token=tokens.writer)).status == "created"
     clash = await backend.publish("/e.md", "again", expected_version=0, token=tokens.writer)

@@ -193,6 +193,10 @@ class Catalog:
     def get(self, path: str) -> CatalogEntry | None:
         return self._entries.get(path)
 
+    def has_under(self, scope: str) -> bool:
+        """Whether a current, non-archived document lies in `scope`."""
+        return any(in_scope(path, scope) for path in self._entries)
+
     def search(
         self,
         terms: list[str],

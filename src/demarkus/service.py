@@ -324,7 +324,7 @@ class Service(VerbMethods):
         rows: list[ListingEntry] = []
         for entry in self.store.list_dir(path):
             child = f"{base}/{entry.name}"
-            if entry.archived and not include_archived:
+            if not include_archived and (entry.archived or entry.is_dir and self._all_archived(child)):
                 continue
             if not visible(child):
                 continue
@@ -336,6 +336,10 @@ class Service(VerbMethods):
             out["next-cursor"] = base64.urlsafe_b64encode(page[-1].name.encode()).decode().rstrip("=")
         body = render_listing(path, page, truncated=more)
         return Response(Status.OK, out, body.encode("utf-8"))
+
+    def _all_archived(self, directory: str) -> bool:
+        """A folder that holds documents, every one archived: LIST hides it like one."""
+        return not self.catalog.has_under(directory) and self.store.has_documents(directory)
 
     # --- VERSIONS -------------------------------------------------------------------------
 

@@ -216,6 +216,14 @@ class FileStore:
                 entries.append(Entry(name=name, is_dir=False, archived=archived))
         return entries
 
+    def has_documents(self, path: str) -> bool:
+        """Whether the directory holds a document (one with a current version) at any depth."""
+        top = self._locate(path)
+        for directory, disk, names in layout.walk(top.file):
+            if any(_current_or_zero(Location(layout.join(directory, name), disk, name)) for name in names):
+                return True
+        return False
+
     def documents(self) -> list[str]:
         """Every document path (one with a current version), sorted."""
         found = []
