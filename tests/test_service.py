@@ -124,8 +124,12 @@ async def test_list_hides_a_folder_whose_documents_are_all_archived(backend: Bac
     assert "[live/]" in listing.text and "[mixed/]" in listing.text  # one active document is enough, at any depth
     assert "gone/" not in listing.text and listing.metadata["entries"] == "2"
     assert "[gone/]" in (await backend.list("/f", include_archived=True)).text
+    assert "[f/]" in (await backend.list("/")).text
+    await backend.archive("/f/live/a.md", token=tokens.writer)
+    await backend.archive("/f/mixed/deep/c.md", token=tokens.writer)
+    assert "f/" not in (await backend.list("/")).text  # nothing active left under it
     await backend.publish("/f/gone/deep/e.md", "", token=tokens.writer)  # restored
-    assert "[gone/]" in (await backend.list("/f")).text
+    assert "[gone/]" in (await backend.list("/f")).text and "[f/]" in (await backend.list("/")).text
 
 
 async def test_expected_version_creates_only_and_guards_updates(backend: Backend, tokens: Tokens):

@@ -193,9 +193,11 @@ class Catalog:
     def get(self, path: str) -> CatalogEntry | None:
         return self._entries.get(path)
 
-    def has_under(self, scope: str) -> bool:
-        """Whether a current, non-archived document lies in `scope`."""
-        return any(in_scope(path, scope) for path in self._entries)
+    def active_folders(self, directory: str) -> set[str]:
+        """Names of the folders right under `directory` that hold a current, non-archived
+        document at some depth (one pass over the catalog)."""
+        prefix = directory.rstrip("/") + "/"
+        return {path[len(prefix) :].split("/", 1)[0] for path in self._entries if path.startswith(prefix) and "/" in path[len(prefix) :]}
 
     def search(
         self,

@@ -322,9 +322,10 @@ class Service(VerbMethods):
         base = path.rstrip("/")
         visible = self._readable(token)
         rows: list[ListingEntry] = []
+        active = self.catalog.active_folders(base)
         for entry in self.store.list_dir(path):
             child = f"{base}/{entry.name}"
-            if not include_archived and (entry.archived or entry.is_dir and self._all_archived(child)):
+            if not include_archived and (entry.archived or entry.is_dir and self._all_archived(child, active)):
                 continue
             if not visible(child):
                 continue
@@ -337,9 +338,10 @@ class Service(VerbMethods):
         body = render_listing(path, page, truncated=more)
         return Response(Status.OK, out, body.encode("utf-8"))
 
-    def _all_archived(self, directory: str) -> bool:
-        """A folder that holds documents, every one archived: LIST hides it like one."""
-        return not self.catalog.has_under(directory) and self.store.has_documents(directory)
+    def _all_archived(self, folder: str, active: set[str]) -> bool:
+        """A folder that holds documents, every one archived: LIST hides it like one.
+        `active` names the folders beside it that hold an active document."""
+        return folder.rsplit("/", 1)[-1] not in active and self.store.has_documents(folder)
 
     # --- VERSIONS -------------------------------------------------------------------------
 
