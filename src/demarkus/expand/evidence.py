@@ -29,10 +29,8 @@ paragraphs holding the most query terms, in document order.
 
 from __future__ import annotations
 
-import bisect
 import functools
 import hashlib
-import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -42,6 +40,7 @@ from ..index.query import content_words
 from ..markdown import PREFERRED, Outline, Section, outline_text, parse_blocks, parse_relations
 from ..protocol import parse_mark_url
 from ..tokens import count_tokens
+from .relevance import lead_sections, opening_with_terms, ranked_blocks, sections_by_terms, whole_h1
 from .rows import Fetched, FetchFn, TableRow, table_rows
 
 MAX_FETCHES = 10
@@ -74,12 +73,6 @@ def render_block(header: str, text: str) -> str:
 
 def render_line(text: str) -> str:
     return f"{FRAME} {text}\n"
-
-
-def term_count(text: str, terms: Sequence[str]) -> int:
-    """How many distinct query terms the text holds (prefix match at a word start)."""
-    lowered = text.lower()
-    return sum(1 for t in terms if re.search(r"(?<![^\W_])" + re.escape(t), lowered))
 
 
 @dataclass(eq=False)
@@ -168,67 +161,14 @@ class _Candidate:
     """Part of the section `anchor`: the text it leaves out is marked."""
 
 
-def _whole_h1(outline: Outline) -> Section | None:
-    if not outline.sections:
-        return None
-    first = outline.sections[0]
-    if first.level == 1 and first.end == len(outline.body) and not outline.body[: first.start].strip():
-        return first
-    return None
-
-
-def _sections_by_terms(outline: Outline, terms: Sequence[str]) -> list[Section]:
-    """Sections whose own text (and heading) holds the most query terms, best first."""
-    if not terms:
-        return []
-    scored: list[tuple[int, int, Section]] = []
-    for index, section in enumerate(outline.sections):
-        text = outline.own_text(section).decode("utf-8", errors="replace")
-        count = term_count(text, terms)
-        if count:
-            scored.append((-count, index, section))
-    scored.sort(key=lambda item: (item[0], item[1]))
-    if not scored:
-        return []
-    best = -scored[0][0]
-    floor = max(1, best - 1)
-    return [s for negcount, _, s in scored if -negcount >= floor][:SECTIONS_PER_DOCUMENT]
-
-
-def _section_at(outline: Outline, starts: list[int], offset: int) -> Section | None:
-    """The section whose own text (without sub-sections) holds `offset`; `starts` are the
-    sections' start offsets (own texts are disjoint and in order)."""
-    index = bisect.bisect_right(starts, offset) - 1
-    if index < 0 or offset >= outline.sections[index].own_end:
-        return None
-    return outline.sections[index]
-
-
 def passages(doc: _Doc, terms: Sequence[str], most: int = PASSAGES_PER_DOCUMENT, skip: Section | None = None,
              within: tuple[int, int] | None = None, merge: bool = True) -> list[_Candidate]:
-    """The blocks (paragraphs, list items, code blocks) of the document, or of its range
-    `within`, holding the most distinct query terms: best first (ties in document order),
-    at most `most`, adjacent ones merged unless `merge` is false. In a long document the
-    answer is a paragraph; a whole section would spend the budget around it."""
-    if not terms:
-        return []
-    outline, body = doc.outline, doc.fetched.body
-    bounds = [*doc.cuts, len(body)]
-    starts = [section.start for section in outline.sections]
-    scored: list[tuple[int, int, int, Section]] = []
-    seen: set[bytes] = set()
-    for start, end in itertools.pairwise(bounds):
-        if within is not None and not (within[0] <= start < within[1]):
-            continue
-        section = _section_at(outline, starts, start)
-        if section is None or start < section.heading_end or section is skip or body[start:end] in seen:
-            continue  # the preamble and heading lines say nothing of their own; a repeat says it again
-        seen.add(body[start:end])
-        count = term_count(body[start:end].decode("utf-8", errors="replace"), terms)
-        if count:
-            scored.append((-count, start, end, section))
-    scored.sort(key=lambda item: (item[0], item[1]))
-    best = [(rank, start, end, section) for rank, (_, start, end, section) in enumerate(scored[:most])]
+    """The document's blocks (or those of its range `within`) holding the most distinct
+    query terms, as excerpts of their sections: best first, at most `most`, adjacent ones
+    merged unless `merge` is false. In a long document the answer is a paragraph; a whole
+    section would spend the budget around it."""
+    ranked = ranked_blocks(doc.outline, doc.fetched.body, doc.cuts, terms, within=within, skip=skip)
+    best = [(rank, block.start, block.end, block.section) for rank, block in enumerate(ranked[:most])]
     if merge:
         runs: list[tuple[int, int, int, Section]] = []
         for rank, start, end, section in sorted(best, key=lambda item: item[1]):
@@ -251,49 +191,6 @@ def _excerpt_text(doc: _Doc, cand: _Candidate, text: str) -> str:
     return (f"{ELIDED}\n\n" if before else "") + text.strip("\n") + (f"\n\n{ELIDED}" if after else "")
 
 
-SUMMARY_TITLES = frozenset({"abstract", "summary", "overview", "introduction", "synopsis", "tl;dr", "tldr"})
-"""Headings under which a document says what it is."""
-
-
-def _has_prose(outline: Outline, section: Section) -> bool:
-    return bool(outline.own_text(section)[section.heading_end - section.start :].strip())
-
-
-def summary_section(outline: Outline) -> Section | None:
-    """The section in which a document says what it is: one titled like an abstract, else
-    the first below the title with text of its own (a title's own text is often a banner)."""
-    below = [s for s in outline.sections if s.level > 1]
-    for section in below:
-        if section.title.strip().lower().rstrip(":") in SUMMARY_TITLES and _has_prose(outline, section):
-            return section
-    for section in [*below, *outline.sections]:
-        if _has_prose(outline, section):
-            return section
-    return None
-
-
-def lead_sections(outline: Outline) -> list[Section]:
-    """What a reader sees first: the title's own text when it has some (status banners such
-    as "superseded by ..."), then the summary section."""
-    lead: list[Section] = []
-    first = outline.sections[0] if outline.sections else None
-    if first is not None and first.level == 1 and _has_prose(outline, first):
-        lead.append(first)
-    summary = summary_section(outline)
-    if summary is not None and summary not in lead:
-        lead.append(summary)
-    return lead
-
-
-def _opening(outline: Outline, terms: Sequence[str]) -> Section | None:
-    """The summary section, when it holds a query term: a document reached by a relation
-    says first what it is."""
-    section = summary_section(outline)
-    if section is None:
-        return None
-    return section if term_count(outline.own_text(section).decode("utf-8", errors="replace"), terms) else None
-
-
 def candidates_for(doc: _Doc, anchor: str, terms: Sequence[str], *, related: bool = False) -> list[list[_Candidate]] | str:
     """How to show a document or one of its sections, as groups of alternatives: each group
     prints its first alternative that fits. A string is a note (unknown anchor). A related
@@ -311,15 +208,15 @@ def candidates_for(doc: _Doc, anchor: str, terms: Sequence[str], *, related: boo
         return [[whole]]
     body = doc.fetched.body
     small = len(body) < WHOLE_LIMIT
-    h1 = _whole_h1(outline)
+    h1 = whole_h1(outline)
     whole = _Candidate(h1.anchor if h1 else "", 0, len(body))
-    opening = _opening(outline, terms) if related else None
+    opening = opening_with_terms(outline, terms) if related else None
     if related:
         found = passages(doc, terms, skip=opening)
         if found:  # whole when small and it fits, else what it is, then its best paragraphs
             lead = _Candidate(opening.anchor, opening.start, opening.own_end) if opening else found.pop(0)
             return [[whole, lead] if small else [lead], *([cand] for cand in found)]
-    matching = _sections_by_terms(outline, terms)
+    matching = sections_by_terms(outline, terms, SECTIONS_PER_DOCUMENT)
     if opening is not None:
         matching = [opening, *(s for s in matching if s is not opening)][:SECTIONS_PER_DOCUMENT]
     if small:  # whole when it fits, else the section holding the most query terms

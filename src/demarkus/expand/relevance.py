@@ -1,0 +1,134 @@
+"""Which parts of a markdown document say what it is, and which hold a query's terms. Pure.
+
+A term matches as a prefix at a word start (`except` finds `exceptions`) and counts once
+however often it occurs. The units are sections (their own text, heading included) and
+blocks: paragraphs, list items and code blocks, the places a section can be cut.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..markdown import Outline, Section
+
+SUMMARY_TITLES = frozenset({"abstract", "summary", "overview", "introduction", "synopsis", "tl;dr", "tldr"})
+"""Headings under which a document says what it is."""
+
+
+def term_count(text: str, terms: Sequence[str]) -> int:
+    """How many distinct query terms the text holds (prefix match at a word start)."""
+    lowered = text.lower()
+    return sum(1 for t in terms if re.search(r"(?<![^\W_])" + re.escape(t), lowered))
+
+
+def whole_h1(outline: Outline) -> Section | None:
+    """The title section when it spans the whole document (nothing before it)."""
+    if not outline.sections:
+        return None
+    first = outline.sections[0]
+    if first.level == 1 and first.end == len(outline.body) and not outline.body[: first.start].strip():
+        return first
+    return None
+
+
+def sections_by_terms(outline: Outline, terms: Sequence[str], most: int) -> list[Section]:
+    """Sections whose own text (and heading) holds the most query terms, best first: those
+    within one term of the best, at most `most`."""
+    if not terms:
+        return []
+    scored: list[tuple[int, int, Section]] = []
+    for index, section in enumerate(outline.sections):
+        count = term_count(outline.own_text(section).decode("utf-8", errors="replace"), terms)
+        if count:
+            scored.append((-count, index, section))
+    scored.sort(key=lambda item: (item[0], item[1]))
+    if not scored:
+        return []
+    floor = max(1, -scored[0][0] - 1)
+    return [s for negcount, _, s in scored if -negcount >= floor][:most]
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """A paragraph, list item or code block: body[start:end], in the own text of `section`."""
+
+    start: int
+    end: int
+    section: Section
+
+
+def ranked_blocks(outline: Outline, body: bytes, cuts: Sequence[int], terms: Sequence[str], *,
+                  within: tuple[int, int] | None = None, skip: Section | None = None) -> list[Block]:
+    """The blocks holding at least one query term, most distinct terms first (ties in
+    document order). `cuts` are the block starts (`markdown.block_starts`); `within`
+    keeps the blocks starting in [start, end); `skip` leaves out one section's own text.
+    Headings, the preamble and a block repeating an earlier one's bytes are left out."""
+    if not terms:
+        return []
+    starts = [section.start for section in outline.sections]
+    scored: list[tuple[int, Block]] = []
+    seen: set[bytes] = set()
+    for start, end in itertools.pairwise([*cuts, len(body)]):
+        if within is not None and not within[0] <= start < within[1]:
+            continue
+        section = _section_at(outline, starts, start)
+        if section is None or start < section.heading_end or section is skip or body[start:end] in seen:
+            continue
+        seen.add(body[start:end])
+        count = term_count(body[start:end].decode("utf-8", errors="replace"), terms)
+        if count:
+            scored.append((-count, Block(start, end, section)))
+    scored.sort(key=lambda item: (item[0], item[1].start))
+    return [block for _, block in scored]
+
+
+def _section_at(outline: Outline, starts: list[int], offset: int) -> Section | None:
+    """The section whose own text (without sub-sections) holds `offset`; `starts` are the
+    sections' start offsets (own texts are disjoint and in order)."""
+    index = bisect.bisect_right(starts, offset) - 1
+    if index < 0 or offset >= outline.sections[index].own_end:
+        return None
+    return outline.sections[index]
+
+
+def _has_prose(outline: Outline, section: Section) -> bool:
+    return bool(outline.own_text(section)[section.heading_end - section.start :].strip())
+
+
+def summary_section(outline: Outline) -> Section | None:
+    """The section in which a document says what it is: one titled like an abstract, else
+    the first below the title with text of its own (a title's own text is often a banner)."""
+    below = [s for s in outline.sections if s.level > 1]
+    for section in below:
+        if section.title.strip().lower().rstrip(":") in SUMMARY_TITLES and _has_prose(outline, section):
+            return section
+    for section in [*below, *outline.sections]:
+        if _has_prose(outline, section):
+            return section
+    return None
+
+
+def lead_sections(outline: Outline) -> list[Section]:
+    """What a reader sees first: the title's own text when it has some (status banners such
+    as "superseded by ..."), then the summary section."""
+    lead: list[Section] = []
+    first = outline.sections[0] if outline.sections else None
+    if first is not None and first.level == 1 and _has_prose(outline, first):
+        lead.append(first)
+    summary = summary_section(outline)
+    if summary is not None and summary not in lead:
+        lead.append(summary)
+    return lead
+
+
+def opening_with_terms(outline: Outline, terms: Sequence[str]) -> Section | None:
+    """The summary section, when it holds a query term: a document reached by a relation
+    says first what it is."""
+    section = summary_section(outline)
+    if section is None:
+        return None
+    return section if term_count(outline.own_text(section).decode("utf-8", errors="replace"), terms) else None

@@ -1,0 +1,64 @@
+"""Which parts of a document hold the query's terms, and which say what it is."""
+
+from __future__ import annotations
+
+from demarkus.expand.relevance import (
+    lead_sections,
+    ranked_blocks,
+    sections_by_terms,
+    summary_section,
+    term_count,
+)
+from demarkus.markdown import block_starts, parse_outline
+
+BODY = (
+    b"# Leases\n\n> Superseded by ADR 12.\n\n"
+    b"## Context\n\nWhy we looked again.\n\n"
+    b"## Abstract\n\nLeases expire unless renewed.\n\n"
+    b"## Renewal\n\nA worker renews its lease.\n\n"
+    b"The lease lapses after a quorum loss.\n\n"
+    b"- renew every 15 s\n- lease lasts 45 s\n\n"
+    b"A worker renews its lease.\n\n"
+    b"## Notes\n\nNothing here.\n"
+)
+
+
+def texts(blocks, body: bytes = BODY) -> list[bytes]:  # type: ignore[no-untyped-def]
+    return [body[b.start : b.end].strip() for b in blocks]
+
+
+def test_a_term_matches_at_a_word_start_and_counts_once():
+    assert term_count("Exceptions and exception groups", ["except", "groups"]) == 2
+    assert term_count("unexceptional", ["except"]) == 0
+    assert term_count("lease lease lease", ["lease", "quorum"]) == 1
+
+
+def test_blocks_rank_by_distinct_terms_then_position_without_headings_or_repeats():
+    outline = parse_outline(BODY)
+    cuts = block_starts(BODY)
+    assert texts(ranked_blocks(outline, BODY, cuts, ["lease", "quorum", "lapses"])) == [
+        b"The lease lapses after a quorum loss.",  # three terms
+        b"Leases expire unless renewed.",  # then one term each, in document order
+        b"A worker renews its lease.",  # (its repeat further down is left out)
+        b"- lease lasts 45 s",
+    ]
+    renewal = outline.find("renewal")
+    assert renewal is not None
+    assert texts(ranked_blocks(outline, BODY, cuts, ["renew"], within=(renewal.start, renewal.end))) == [
+        b"A worker renews its lease.", b"- renew every 15 s",
+    ]
+    assert texts(ranked_blocks(outline, BODY, cuts, ["renew"], skip=renewal)) == [b"Leases expire unless renewed."]
+    assert ranked_blocks(outline, BODY, cuts, []) == []
+
+
+def test_sections_by_terms_keep_those_within_one_term_of_the_best():
+    outline = parse_outline(BODY)
+    assert [s.anchor for s in sections_by_terms(outline, ["lease", "quorum", "lapses", "worker"], 2)] == ["renewal"]
+    assert [s.anchor for s in sections_by_terms(outline, ["leases", "why"], 5)] == ["leases", "context", "abstract"]
+
+
+def test_the_lead_is_the_titles_banner_and_the_abstract():
+    outline = parse_outline(BODY)
+    summary = summary_section(outline)
+    assert summary is not None and summary.anchor == "abstract"
+    assert [s.anchor for s in lead_sections(outline)] == ["leases", "abstract"]
