@@ -44,31 +44,41 @@ SHUTDOWN_GRACE = 5.0
 
 
 class _Connection(QuicConnectionProtocol):
-    """One client's connection; it remembers the streams whose answer the client stopped
-    (STOP_SENDING, e.g. after it gave up waiting): nobody reads them, and aioquic refuses
-    to write on them."""
+    """One client's connection. It knows which streams still wait for their answer, and
+    which of those the client stopped (STOP_SENDING, e.g. after it gave up waiting):
+    nobody reads those, and aioquic refuses to write on them. A STOP_SENDING may come
+    before the stream's first data; one for a stream already answered is not kept."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.answering: set[int] = set()
         self.stopped: set[int] = set()
+        self.highest = -1
+        """The highest stream id that has begun (a client's stream ids only grow)."""
+
+    def begin(self, stream_id: int) -> None:
+        self.answering.add(stream_id)
+        self.highest = max(self.highest, stream_id)
+
+    def end(self, stream_id: int) -> None:
+        self.answering.discard(stream_id)
+        self.stopped.discard(stream_id)
 
     def quic_event_received(self, event: events.QuicEvent) -> None:
-        if isinstance(event, events.StopSendingReceived):
+        if isinstance(event, events.StopSendingReceived) and (
+            event.stream_id in self.answering or event.stream_id > self.highest
+        ):
             self.stopped.add(event.stream_id)
         super().quic_event_received(event)
 
 
-def _stopped(writer: asyncio.StreamWriter) -> bool:
-    """Whether the client stopped this stream's answer; forgets it (the stream is done)."""
+def _stream(writer: asyncio.StreamWriter) -> tuple[_Connection, int] | None:
+    """The connection and stream id behind an aioquic stream writer."""
     transport = writer.transport
     connection = getattr(transport, "protocol", None)
     if not isinstance(connection, _Connection):
-        return False
-    stream_id = transport.get_extra_info("stream_id")
-    if stream_id in connection.stopped:
-        connection.stopped.discard(stream_id)
-        return True
-    return False
+        return None
+    return connection, transport.get_extra_info("stream_id")
 
 
 class MarkServer:
@@ -104,6 +114,9 @@ class MarkServer:
 
     def _spawn(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         # aioquic calls this synchronously; the work runs as a task we can wait for on close.
+        stream = _stream(writer)
+        if stream is not None:
+            stream[0].begin(stream[1])
         task = asyncio.ensure_future(self._handle(reader, writer))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -131,7 +144,8 @@ class MarkServer:
                         f"The request was not complete within {READ_TIMEOUT:.0f} seconds. "
                         "Send the whole request, then close the stream.",
                     )
-            if _stopped(writer):
+            stream = _stream(writer)
+            if stream is not None and stream[1] in stream[0].stopped:
                 log.info("%s %s: the client stopped the stream; the answer was not sent", verb, path)
                 with contextlib.suppress(RuntimeError):  # marks our side done; aioquic refuses the FIN
                     writer.write_eof()
@@ -141,6 +155,10 @@ class MarkServer:
             _log_access(verb, path, response, started)
         except Exception:  # the top of a stream: log it and keep serving the others
             log.exception("stream failed")
+        finally:
+            stream = _stream(writer)
+            if stream is not None:
+                stream[0].end(stream[1])
 
     async def close(self) -> None:
         """Finish in-flight requests (bounded), then close every connection."""
