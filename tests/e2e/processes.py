@@ -53,14 +53,16 @@ def wait_for_line(proc: subprocess.Popen[str], pattern: re.Pattern[str], timeout
 
 
 @contextmanager
-def running(args: Sequence[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """Run a command that prints `listening on mark://...`; yield the process and the URL."""
+def running(args: Sequence[str], env: dict[str, str] | None = None, cwd: Path | None = None,
+            pattern: re.Pattern[str] = LISTENING) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """Run a command that prints where it listens (`listening on mark://...`, or what
+    `pattern` matches); yield the process and the URL (the pattern's first group)."""
     full_env = {**os.environ, **(env or {})}
     proc = subprocess.Popen(
         list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env, cwd=cwd
     )
     try:
-        url = wait_for_line(proc, LISTENING).group(1)
+        url = wait_for_line(proc, pattern).group(1)
         yield proc, url
     finally:
         if proc.poll() is None:

@@ -26,7 +26,7 @@ from demarkus import auth
 from demarkus.gateway import create_app
 
 from ..conftest import call
-from ..e2e.processes import REPO, wait_for_line
+from ..e2e.processes import REPO, running
 from .conftest import config_text, make_config
 
 INSPECTOR = REPO / ".venv" / "inspector" / "node_modules" / ".bin" / "mcp-inspector"
@@ -83,19 +83,8 @@ async def test_the_sdk_http_client_lists_and_calls_tools_through_uvicorn(demo_ro
 # --- the command, as a subprocess ---------------------------------------------------------
 
 
-@contextlib.contextmanager
 def gateway_process(config: Path, *args: str):  # type: ignore[no-untyped-def]
-    proc = subprocess.Popen([*GATEWAY, "--config", str(config), "--port", "0", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        yield proc, wait_for_line(proc, LISTENING, timeout=60).group(1)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
+    return running([*GATEWAY, "--config", str(config), "--port", "0", *args], pattern=LISTENING)
 
 
 def inspector(url: str, *args: str, tmp_path: Path) -> dict:  # type: ignore[type-arg]
