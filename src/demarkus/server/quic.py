@@ -117,11 +117,12 @@ class MarkServer:
         stream = _stream(writer)
         if stream is not None:
             stream[0].begin(stream[1])
-        task = asyncio.ensure_future(self._handle(reader, writer))
+        task = asyncio.ensure_future(self._handle(reader, writer, stream))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                      stream: tuple[_Connection, int] | None) -> None:
         started = time.perf_counter()
         verb, path = "-", "-"
         try:
@@ -144,7 +145,6 @@ class MarkServer:
                         f"The request was not complete within {READ_TIMEOUT:.0f} seconds. "
                         "Send the whole request, then close the stream.",
                     )
-            stream = _stream(writer)
             if stream is not None and stream[1] in stream[0].stopped:
                 log.info("%s %s: the client stopped the stream; the answer was not sent", verb, path)
                 with contextlib.suppress(RuntimeError):  # marks our side done; aioquic refuses the FIN
@@ -156,7 +156,6 @@ class MarkServer:
         except Exception:  # the top of a stream: log it and keep serving the others
             log.exception("stream failed")
         finally:
-            stream = _stream(writer)
             if stream is not None:
                 stream[0].end(stream[1])
 
