@@ -322,7 +322,7 @@ class Service(VerbMethods):
         base = path.rstrip("/")
         visible = self._readable(token)
         rows: list[ListingEntry] = []
-        active = self.catalog.active_folders(base)
+        active = set() if include_archived else self.catalog.active_folders(base)
         for entry in self.store.list_dir(path):
             child = f"{base}/{entry.name}"
             if not include_archived and (entry.archived or entry.is_dir and self._all_archived(child, active)):
