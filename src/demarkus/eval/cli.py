@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -63,33 +64,29 @@ def _run_rule(rule, before: Path, after: Path, as_json: bool) -> None:  # type: 
     click.echo(json.dumps(result, indent=2) if as_json else rules.render(result))
 
 
-_json = click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
-_paths = (click.argument("before", type=click.Path(exists=True, dir_okay=False, path_type=Path)),
-          click.argument("after", type=click.Path(exists=True, dir_okay=False, path_type=Path)))
+def _two_reports(command: Callable[..., None]) -> Callable[..., None]:
+    """The arguments of every comparison: BEFORE and AFTER report paths, and --json."""
+    report = click.Path(exists=True, dir_okay=False, path_type=Path)
+    command = click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")(command)
+    return click.argument("before", type=report)(click.argument("after", type=report)(command))
 
 
 @eval_group.command(name="compare")
-@_paths[0]
-@_paths[1]
-@_json
+@_two_reports
 def compare_command(before: Path, after: Path, as_json: bool) -> None:
     """Software comparison: same spec, server/runner/reader hashes equal, mcp hash differs."""
     _run_rule(rules.compare, before, after, as_json)
 
 
 @eval_group.command(name="compare-policies")
-@_paths[0]
-@_paths[1]
-@_json
+@_two_reports
 def compare_policies_command(before: Path, after: Path, as_json: bool) -> None:
     """Policy ablation: every implementation hash equal, only the policy differs."""
     _run_rule(rules.compare_policies, before, after, as_json)
 
 
 @eval_group.command(name="side-by-side")
-@_paths[0]
-@_paths[1]
-@_json
+@_two_reports
 def side_by_side_command(before: Path, after: Path, as_json: bool) -> None:
     """A table of two runs of one world (not a controlled comparison)."""
     _run_rule(rules.side_by_side, before, after, as_json)
