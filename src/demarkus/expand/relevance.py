@@ -15,14 +15,16 @@ from dataclasses import dataclass
 
 from ..markdown import Outline, Section
 
+_WORD = re.compile(r"[^\W_]+")
 SUMMARY_TITLES = frozenset({"abstract", "summary", "overview", "introduction", "synopsis", "tl;dr", "tldr"})
 """Headings under which a document says what it is."""
 
 
 def term_count(text: str, terms: Sequence[str]) -> int:
-    """How many distinct query terms the text holds (prefix match at a word start)."""
-    lowered = text.lower()
-    return sum(1 for t in terms if re.search(r"(?<![^\W_])" + re.escape(t), lowered))
+    """How many distinct query terms the text holds (prefix match at a word start: a
+    term, itself letters and digits, begins one of the text's words)."""
+    words = set(_WORD.findall(text.lower()))
+    return sum(1 for t in terms if any(word.startswith(t) for word in words))
 
 
 def whole_h1(outline: Outline) -> Section | None:
