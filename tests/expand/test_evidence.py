@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from demarkus.errors import NotFoundError, TransportError
 from demarkus.expand import Fetched
-from demarkus.expand.evidence import MAX_FETCHES, MAX_RELATED, Selection, select_evidence
+from demarkus.expand.evidence import MAX_FETCHES, MAX_RELATED, Selection, render_block, select_evidence
 from demarkus.mcp.text import envelope
 from demarkus.render import LookupRow, render_lookup
 from demarkus.tokens import count_tokens
@@ -267,7 +267,8 @@ def test_a_dependency_on_a_section_prints_that_section_and_keeps_the_cross_autho
 
 def test_a_related_target_already_in_the_table_is_not_fetched_twice():
     _, selection, log = run(CHAIN, [("/adr/7.md", ""), ("/adr/3.md", "")], 1500)
-    assert log == ["/adr/7.md", "/adr/3.md", "/adr/12.md"]
+    # each once; /adr/12.md as soon as /adr/7.md names it, to keep room for its first block
+    assert log == ["/adr/7.md", "/adr/12.md", "/adr/3.md"]
     assert "(via /adr/7.md/v3 supersedes)" not in selection.text
     assert selection.related == ("/adr/12.md",)
 
@@ -449,3 +450,70 @@ def test_a_budgeted_table_ditto_marks_the_title_and_tags_of_the_document_above()
     ]
     assert table_rows(table) == table_rows(head)
     assert count_tokens(table) < count_tokens(head)
+
+
+def _paragraphs(word: str, count: int, size: int = 12) -> str:
+    return "".join(f"{word.title()} paragraph {i}. " + f"{word} text here. " * size + "\n\n" for i in range(count))
+
+
+def test_a_later_row_larger_than_its_share_waits_so_the_hop_prints():
+    world = World({
+        "/a.md": ("# A\n\n## Decision\n\nThe quorum rule is two of three.\n", {"rel-superseded-by": "/c.md"}),
+        "/b.md": ("# B\n\n## Background\n\n" + _paragraphs("quorum", 12), {}),
+        "/c.md": ("# C\n\nThe quorum now needs three of five voters.\n", {}),
+    })
+    rows = [("/a.md", "decision"), ("/b.md", "background")]
+    _, alone, _ = run(world, rows, 100_000, "quorum")
+    before_hop = alone.text.split(">>> /c.md")[0]  # the two rows whole, as a larger budget prints them
+    budget = count_tokens(head_for(rows, "quorum")) + count_tokens(before_hop) + 60
+    head, selection, _ = run(world, rows, budget, "quorum")
+    text = selection.text
+    assert count_tokens(head + text) <= budget
+    assert ">>> /c.md/v3#c (via /a.md/v3 superseded-by)\n\n# C\n\nThe quorum now needs three of five voters.\n" in text
+    assert text.index("#decision") < text.index("/c.md/v3") < text.index(">>> /b.md/v3#background")  # it waited
+    assert re.search(r"^\[… ~\d+ tokens more: fetch /b.md/v3#background\]$", text, re.M)  # then its best paragraphs
+    assert selection.related == ("/c.md",) and selection.expanded_rows == 2
+
+
+def test_a_later_row_leaves_room_for_the_first_block_of_a_known_related_target():
+    world = World({
+        "/a.md": ("# A\n\n## Decision\n\nThe quorum rule is two of three.\n", {"rel-superseded-by": "/c.md"}),
+        "/b.md": ("# B\n\n## Note\n\n" + _paragraphs("quorum", 1, 20), {}),
+        "/c.md": ("# C\n\n" + _paragraphs("voters", 1, 20), {}),
+    })
+    rows = [("/a.md", "decision"), ("/b.md", "note")]
+    head = head_for(rows, "quorum")
+    # just enough for the top row, one of the two others and the closing notes
+    _, only_top, _ = run(world, rows[:1], 100_000, "quorum")
+    block = count_tokens(render_block("/b.md/v3#note", "## Note\n\n" + _paragraphs("quorum", 1, 20)))
+    budget = count_tokens(head) + 1 + count_tokens(only_top.text.split(">>> /c.md")[0]) + block + 60
+    _, selection, _ = run(world, rows, budget, "quorum")
+    assert selection.related == ("/c.md",)  # the hop kept its room
+    assert "did not fit: /b.md#note" in selection.text
+
+
+def test_a_top_section_whose_sub_sections_would_crowd_the_page_prints_its_own_text_first():
+    body = "# A\n\n## Design\n\nThe design of quorum reads.\n\n### Reads\n\n" + _paragraphs("reads", 8) + "### Writes\n\n" + _paragraphs("writes", 8)
+    world = World({
+        "/a.md": (body, {"rel-depends-on": "/c.md"}),
+        "/c.md": ("# C\n\nQuorum reads need a lease.\n", {}),
+    })
+    head, selection, _ = run(world, [("/a.md", "design")], 700, "quorum reads")
+    text = selection.text
+    assert count_tokens(head + text) <= 700
+    assert text.startswith("\n>>> /a.md/v3#design\n\n## Design\n\nThe design of quorum reads.\n\n[sub-sections not shown: #reads, #writes]\n")
+    assert ">>> /c.md/v3#c (via /a.md/v3 depends-on)\n\n# C\n\nQuorum reads need a lease.\n" in text
+    assert "Reads paragraph 0." in text  # the rest of the section, from what is left
+
+
+def test_a_block_that_waited_prints_whole_when_what_is_left_holds_it():
+    world = World({
+        "/a.md": ("# A\n\n## Decision\n\nThe quorum rule is two of three.\n", {"rel-superseded-by": "/c.md"}),
+        "/b.md": ("# B\n\n## Background\n\n" + _paragraphs("quorum", 6), {}),
+        "/c.md": ("# C\n\nThe quorum now needs three of five voters.\n", {}),
+    })
+    _, selection, _ = run(world, [("/a.md", "decision"), ("/b.md", "background")], 700, "quorum")
+    text = selection.text
+    assert text.index("/c.md/v3") < text.index(">>> /b.md/v3#background")  # it waited
+    assert ">>> /b.md/v3#background\n\n## Background\n\n" + _paragraphs("quorum", 6).strip("\n") + "\n\n>>> " in text
+    assert "tokens more" not in text and "did not fit" not in text

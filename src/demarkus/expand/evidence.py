@@ -22,9 +22,12 @@ whole range is already shown prints one `within` line. Related documents come on
 the fetched documents' own `rel-*` metadata (no graph store), one hop, same authority.
 A related document shows, whole when small, else what it is (its summary section, when
 that holds a query term) and its paragraphs holding the most query terms; every target
-shows its best before any shows more. What is left at the end goes to the leads of the
-documents on the page, then to the blocks that did not fit whole in their turn: their
-paragraphs holding the most query terms, in document order.
+shows its best before any shows more. A row's turn keeps room for the first block of every
+related target known so far, and prints a large block (over a third of the evidence
+budget) only later: one section cannot crowd out the hop or the rows after it. What is
+left at the end goes to the leads of the documents on the page, then to the blocks that
+did not fit whole in their turn: whole when they fit, else their paragraphs holding the
+most query terms, in document order.
 """
 
 from __future__ import annotations
@@ -54,6 +57,13 @@ PASSAGES_PER_DOCUMENT = 3
 the most query terms."""
 PENDING_PASSAGES = 8
 """Passages tried, for a block that did not fit whole, with the budget left at the end."""
+WHOLE_SHARE = 3
+"""A row prints a block whole in its turn only within 1/WHOLE_SHARE of the evidence budget
+(what the table leaves): the top row's section together with its sub-sections, and every
+later row's block. A larger block waits for the leftover budget, where its paragraphs
+holding the most query terms print; one large section cannot crowd out the rest."""
+WHOLE_FLOOR = 100
+"""...but a block of up to this many tokens (a paragraph or two) is never held back."""
 ELIDED = "[…]"
 """Where an excerpt leaves out text of its section."""
 
@@ -240,6 +250,8 @@ class _Pending:
     related: bool
     terms: Sequence[str]
     """The query's terms, to choose its paragraphs when its turn comes."""
+    rest: bool = False
+    """The wider range of a block that printed narrower: already counted, not omitted."""
 
 
 @dataclass
@@ -271,6 +283,9 @@ class _Page:
     """Blocks that did not fit whole, in the order they had their turn."""
     listing: int = 0
     """Tokens kept for the closing notes naming the first omission (keep_first_listed)."""
+    hop: int = 0
+    """Tokens kept, while rows have their turn, for the first block of each related target
+    known so far: the one typed hop is what a multi-document question needs next."""
 
     def __post_init__(self) -> None:
         self.head_tokens = count_tokens(self.head + "\n")
@@ -308,7 +323,7 @@ class _Page:
 
     def reserved(self) -> int:
         """Tokens the closing notes may need at most (their longest form)."""
-        return max(self._reserve, self.listing)
+        return max(self._reserve, self.listing) + self.hop
 
     def keep_first_listed(self) -> None:
         """From now on keep room to name the first thing that did not fit, so the budget
@@ -416,36 +431,45 @@ def _relation_lines(doc: _Doc) -> tuple[list[str], list[tuple[str, str, str]]]:
     return lines, follow
 
 
-def _show(page: _Page, doc: _Doc, groups: list[list[_Candidate]]) -> tuple[bool, int, _Candidate | None]:
-    """Print each group's first alternative that fits. Returns whether anything of the
-    document is now on the page for this row, the tokens of the smallest block that did
-    not fit (for the omission note), and the first group that did not fit (its first
-    alternative, to print its leading blocks later)."""
+def _show(page: _Page, doc: _Doc, groups: list[list[_Candidate]], most: int | None = None,
+          *, widest_only: bool = False) -> tuple[bool, int, _Candidate | None, _Candidate | None]:
+    """Print each group's first alternative that fits, in at most `most` tokens (with
+    `widest_only`, only a section taken with its sub-sections when its own text is the next
+    alternative: the location stays the same). Returns whether anything
+    of the document is now on the page for this row, the tokens of the smallest block that
+    did not fit (for the omission note), the first group that did not fit (its first
+    alternative, to print its best blocks later), and the widest alternative of a group that
+    printed narrower because of `most` (its rest may print later)."""
     shown_any = False
     missing = 0
     unfit: _Candidate | None = None
+    narrowed: _Candidate | None = None
     for group in groups:
         costs: list[int] = []
-        for cand in group:
-            need = _show_one(page, doc, cand)
+        capped = not widest_only or len(group) > 1 and group[1].anchor == group[0].anchor
+        for number, cand in enumerate(group):
+            need = _show_one(page, doc, cand, most if capped and (number == 0 or not widest_only) else None)
             if need is None:
                 shown_any = True
+                if number and capped and most is not None and costs[0] > most and narrowed is None:
+                    narrowed = group[0]
                 break
             costs.append(need)
         else:
             missing = min(costs) if not missing else min(missing, *costs)
             if unfit is None:
                 unfit = group[0]
-    return shown_any, missing, unfit
+    return shown_any, missing, unfit, narrowed
 
 
-def _show_one(page: _Page, doc: _Doc, cand: _Candidate) -> int | None:
-    """Print the candidate, or a line standing for it when the page already shows its
-    text. None when done, else the tokens that block or line would need."""
+def _show_one(page: _Page, doc: _Doc, cand: _Candidate, most: int | None = None) -> int | None:
+    """Print the candidate (a block in at most `most` tokens), or a line standing for it
+    when the page already shows its text. None when done, else the tokens that block or
+    line would need."""
     loc = doc.loc(cand.anchor)
     if cand.text is not None:
         block = render_block(loc + doc.suffix, cand.text)
-        return None if page.add(block) else count_tokens(block)
+        return None if _add_block(page, block, most) else count_tokens(block)
     covered = doc.covering(cand.start, cand.end)
     digest = _digest(doc.fetched.body[cand.start : cand.end])
     if covered is not None or digest in page.texts:
@@ -457,10 +481,14 @@ def _show_one(page: _Page, doc: _Doc, cand: _Candidate) -> int | None:
     if cand.excerpt:
         text = _excerpt_text(doc, cand, text)
     block = render_block(loc + doc.suffix, text)
-    if not page.add(block):
+    if not _add_block(page, block, most):
         return count_tokens(block)
     _remember(page, doc, cand.start, cand.end, loc, elided, printed)
     return None
+
+
+def _add_block(page: _Page, block: str, most: int | None) -> bool:
+    return (most is None or count_tokens(block) <= most) and page.add(block)
 
 
 def _remember(page: _Page, doc: _Doc, start: int, end: int, loc: str,
@@ -548,8 +576,11 @@ def _fill(page: _Page, docs: list[_Doc], more: list[tuple[_Doc, list[list[_Candi
             break
         share = page.left() // (len(page.pending) - index)  # what is left, shared by those still waiting
         cand = item.candidate
-        best = passages(item.doc, item.terms, PENDING_PASSAGES, within=(cand.start, cand.end), merge=False) if cand.text is None else []
-        if not _show_excerpt(page, item.doc, cand, best, share) and not _show_leading(page, item.doc, cand):
+        if not _show_new(page, item.doc, cand, share):
+            best = passages(item.doc, item.terms, PENDING_PASSAGES, within=(cand.start, cand.end), merge=False) if cand.text is None else []
+            if not _show_excerpt(page, item.doc, cand, best, share) and not _show_leading(page, item.doc, cand):
+                continue
+        if item.rest:
             continue
         if item.label in page.omitted:
             page.omitted.remove(item.label)
@@ -563,9 +594,9 @@ def _fill(page: _Page, docs: list[_Doc], more: list[tuple[_Doc, list[list[_Candi
     return newly
 
 
-def _show_new(page: _Page, doc: _Doc, cand: _Candidate) -> bool:
-    """Print the candidate unless the page already shows it."""
-    return doc.covering(cand.start, cand.end) is None and _show_one(page, doc, cand) is None
+def _show_new(page: _Page, doc: _Doc, cand: _Candidate, most: int | None = None) -> bool:
+    """Print the candidate (in at most `most` tokens) unless the page already shows it."""
+    return doc.covering(cand.start, cand.end) is None and _show_one(page, doc, cand, most) is None
 
 
 def _show_excerpt(page: _Page, doc: _Doc, cand: _Candidate, best: list[_Candidate], allowance: int) -> bool:
@@ -633,8 +664,10 @@ async def select_evidence(head: str, query: str, budget: int, fetch: FetchFn) ->
         return Selection(note, tuple(fetcher.order), (), 0, (), 0)
 
     in_table = {row.path for row in rows}
+    share = max(page.left() // WHOLE_SHARE, WHOLE_FLOOR)
     order: list[_Doc] = []
-    for row in rows:
+    hop_sizes: dict[str, int | None] = {}
+    for index, row in enumerate(rows):
         if not fetcher.known(row.path) and fetcher.exhausted():
             page.fetch_limited += 1
             continue
@@ -647,7 +680,11 @@ async def select_evidence(head: str, query: str, budget: int, fetch: FetchFn) ->
         if isinstance(candidates, str):
             page.add(render_line(f"note: {candidates}"))
             continue
-        printed, cost, unfit = _show(page, got, candidates)
+        # the strongest match prints first, narrower when its sub-sections would crowd
+        # the page; every later row prints whole only within its share
+        printed, cost, unfit, narrowed = _show(page, got, candidates, share, widest_only=not order)
+        if narrowed is not None:
+            page.pending.append(_Pending(got, narrowed, "", False, terms, rest=True))
         if printed:
             page.expanded_rows += 1
             if got not in order:
@@ -655,11 +692,68 @@ async def select_evidence(head: str, query: str, budget: int, fetch: FetchFn) ->
             _print_relations(page, got)
         else:
             page.omit(got, row.path, row.anchor, cost, unfit, terms, related=False)
+        unfetched = len({later.path for later in rows[index + 1 :]} - fetcher.docs.keys())
+        page.hop = await _hop_room(order, in_table, fetcher, terms, unfetched, hop_sizes)
+    page.hop = 0
 
     related, more = await _related_hop(page, order, in_table, fetcher, terms)
     on_page = order + [doc for doc in related if doc not in order]
     related += _fill(page, on_page, more)
     return Selection(page.text(), tuple(fetcher.order), tuple(doc.location for doc in related), page.expanded_rows, tuple(page.omitted), page.fetch_limited)
+
+
+async def _hop_room(order: list[_Doc], in_table: set[str], fetcher: _Fetcher, terms: Sequence[str],
+                    unfetched: int, sizes: dict[str, int | None]) -> int:
+    """Tokens the first blocks of the related targets known so far would take (the first
+    MAX_RELATED the hop would print, in its order), with their relation lines. A target is
+    fetched for this only when the rows still to come keep their fetches. `sizes` keeps
+    each target's figure (None: nothing of it can print)."""
+    room, counted, seen = 0, 0, set()
+    for doc, predicate, location, fragment in _targets(order, in_table):
+        if counted >= MAX_RELATED:
+            break
+        if location in seen:
+            continue
+        seen.add(location)
+        if location not in sizes:
+            if not fetcher.known(location) and fetcher.count + unfetched >= MAX_FETCHES:
+                continue
+            sizes[location] = _first_block_size(doc, predicate, await fetcher.get(location), fragment, terms)
+        size = sizes[location]
+        if size is not None:
+            room += size
+            counted += 1
+    return room
+
+
+def _first_block_size(source: _Doc, predicate: str, got: _Doc | str, fragment: str, terms: Sequence[str]) -> int | None:
+    """Tokens of a related target's first block at its smallest, with its relation lines;
+    None when it cannot print (a failed fetch, an unknown anchor: the hop says so)."""
+    if isinstance(got, str):
+        return None
+    candidates = candidates_for(got, fragment, terms, related=True)
+    if isinstance(candidates, str) or not candidates:
+        return None
+    suffix = f" (via {source.loc()} {predicate})"
+    block = min(count_tokens(render_block(got.loc(cand.anchor) + suffix, _candidate_text(got, cand))) for cand in candidates[0])
+    return block + count_tokens("".join(_relation_lines(got)[0]))
+
+
+def _targets(order: list[_Doc], in_table: set[str]) -> list[tuple[_Doc, str, str, str]]:
+    """(declaring document, predicate, location, fragment) of the same-authority targets
+    the hop may follow, in its order: by document, then by predicate preference."""
+    return [(doc, predicate, location, fragment)
+            for doc in order for predicate, location, fragment in _relation_lines(doc)[1] if location not in in_table]
+
+
+def _candidate_text(doc: _Doc, cand: _Candidate) -> str:
+    """The candidate's text as a block prints it when nothing of it is on the page yet."""
+    if cand.text is not None:
+        return cand.text
+    text = doc.fetched.body[cand.start : cand.end].decode("utf-8", errors="replace")
+    if cand.note:
+        text = text.rstrip("\n") + "\n\n" + cand.note + "\n"
+    return _excerpt_text(doc, cand, text) if cand.excerpt else text
 
 
 def _print_relations(page: _Page, doc: _Doc) -> None:
@@ -679,40 +773,36 @@ async def _related_hop(page: _Page, order: list[_Doc], in_table: set[str], fetch
     seen: set[str] = set()
     expanded: list[_Doc] = []
     later: list[tuple[_Doc, list[list[_Candidate]]]] = []
-    for doc in order:
+    for doc, predicate, location, fragment in _targets(order, in_table):
         if page.related >= MAX_RELATED:
             break
-        _, follow = _relation_lines(doc)
-        for predicate, location, fragment in follow:
-            if page.related >= MAX_RELATED:
-                break
-            if location in in_table or location in seen:
-                continue
-            seen.add(location)
-            if not fetcher.known(location) and fetcher.exhausted():
-                page.fetch_limited += 1
-                continue
-            got = await fetcher.get(location)
-            if isinstance(got, str):
-                page.add(render_line(f"note: {got}"))
-                continue
-            candidates = candidates_for(got, fragment, terms, related=True)
-            if isinstance(candidates, str):
-                page.add(render_line(f"note: {candidates}"))
-                continue
-            got.suffix, got.pinned = f" (via {doc.loc()} {predicate})", bool(fragment)
-            printed, cost, unfit = _show(page, got, candidates[:1])
-            rest = candidates[1:]
-            if not printed and rest:  # its best did not fit: anything of it that does
-                printed, more_cost, _ = _show(page, got, rest)
-                cost, rest = min(cost, more_cost or cost), []
-            if printed:
-                page.related += 1
-                expanded.append(got)
-                later.append((got, rest))
-                _print_relations(page, got)
-            else:
-                page.omit(got, location, fragment, cost, unfit, terms, related=True)
+        if location in seen:
+            continue
+        seen.add(location)
+        if not fetcher.known(location) and fetcher.exhausted():
+            page.fetch_limited += 1
+            continue
+        got = await fetcher.get(location)
+        if isinstance(got, str):
+            page.add(render_line(f"note: {got}"))
+            continue
+        candidates = candidates_for(got, fragment, terms, related=True)
+        if isinstance(candidates, str):
+            page.add(render_line(f"note: {candidates}"))
+            continue
+        got.suffix, got.pinned = f" (via {doc.loc()} {predicate})", bool(fragment)
+        printed, cost, unfit, _ = _show(page, got, candidates[:1])
+        rest = candidates[1:]
+        if not printed and rest:  # its best did not fit: anything of it that does
+            printed, more_cost, _, _ = _show(page, got, rest)
+            cost, rest = min(cost, more_cost or cost), []
+        if printed:
+            page.related += 1
+            expanded.append(got)
+            later.append((got, rest))
+            _print_relations(page, got)
+        else:
+            page.omit(got, location, fragment, cost, unfit, terms, related=True)
     return expanded, later
 
 
