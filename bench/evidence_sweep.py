@@ -1,0 +1,79 @@
+"""Evidence inside one budgeted lookup across budgets and limits, v0.1.0 against the
+current code: the `evidence_peps.py` measure repeated over a grid, so a change is judged
+on more than one budget.
+
+For each world, limit and budget: how many answerable questions have every rubric
+evidence quote inside a frame of its own document, and how many quotes are found.
+
+    .venv/bin/python bench/evidence_sweep.py [--world DIR ...] [--budgets 1000 1500 2000 3000] [--limits 3 10]
+
+Results go to bench/results/evidence_sweep.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+WORLDS = (Path("/work/shared/worlds/peps"), REPO / "src" / "demarkus" / "worlds" / "demo")
+ARM = BENCH / "evidence_peps.py"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--world", type=Path, action="append", help="a world directory (repeat; default peps and demo)")
+    parser.add_argument("--budgets", type=int, nargs="+", default=[1000, 1500, 2000, 3000])
+    parser.add_argument("--limits", type=int, nargs="+", default=[3, 10])
+    args = parser.parse_args()
+    sys.path.insert(0, str(BENCH))
+    import common
+
+    worlds = args.world or list(WORLDS)
+    commit = (BENCH / "BASELINE").read_text(encoding="utf-8").split()[0]
+    rows: list[list[object]] = []
+    results: list[dict[str, object]] = []
+    totals = {"v0.1.0": 0, "current": 0}
+    with tempfile.TemporaryDirectory(prefix="demarkus-sweep-") as tmp:
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", commit, "src"], capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
+        arms = {"v0.1.0": Path(tmp) / "src", "current": REPO / "src"}
+        for world in worlds:
+            root = Path(tmp) / f"store-{world.name}"
+            subprocess.run([*common.DEMARKUS, "world", "load", str(world), "--root", str(root)],
+                           check=True, capture_output=True)
+            for limit in args.limits:
+                for budget in args.budgets:
+                    found: dict[str, dict] = {}
+                    for name, src in arms.items():
+                        done = subprocess.run(
+                            [sys.executable, str(ARM), "--world", str(world), "--budget", str(budget),
+                             "--limit", str(limit), "--arm", str(src), str(root)],
+                            capture_output=True, text=True, check=True,
+                        )
+                        per = json.loads(done.stdout)
+                        answerable = [q for q in per.values() if q["quotes"]]
+                        found[name] = {"all_quotes": sum(q["all"] for q in answerable), "answerable": len(answerable),
+                                       "quotes_found": sum(q["found"] for q in answerable),
+                                       "quotes": sum(q["quotes"] for q in answerable)}
+                        totals[name] += found[name]["all_quotes"]
+                    before, after = found["v0.1.0"], found["current"]
+                    rows.append([world.name, limit, budget, f"{before['all_quotes']}/{before['answerable']}",
+                                 f"{after['all_quotes']}/{after['answerable']}",
+                                 f"{before['quotes_found']}/{before['quotes']}", f"{after['quotes_found']}/{after['quotes']}"])
+                    results.append({"world": world.name, "limit": limit, "budget": budget, **found})
+    common.print_table("questions with every evidence quote inside one lookup",
+                       ["world", "limit", "budget", "v0.1.0 all", "current all", "v0.1.0 quotes", "current quotes"], rows)
+    print(f"\nsummed over the {len(rows)} settings: v0.1.0 {totals['v0.1.0']}, current {totals['current']}")
+    common.write_results("evidence_sweep", {"worlds": [str(w) for w in worlds], "budgets": args.budgets,
+                                            "limits": args.limits, "baseline": commit},
+                         {"settings": results, "totals": totals})
+
+
+if __name__ == "__main__":
+    main()
