@@ -322,7 +322,8 @@ class _Page:
         return count_tokens(self._notes(0, reserve=True)) + count_tokens(self._closing(999_999, reserve=True))
 
     def reserved(self) -> int:
-        """Tokens the closing notes may need at most (their longest form)."""
+        """Tokens kept back: what the closing notes may need at most (their longest form),
+        plus, while rows have their turn, the room kept for the hop."""
         return max(self._reserve, self.listing) + self.hop
 
     def keep_first_listed(self) -> None:
@@ -434,12 +435,12 @@ def _relation_lines(doc: _Doc) -> tuple[list[str], list[tuple[str, str, str]]]:
 def _show(page: _Page, doc: _Doc, groups: list[list[_Candidate]], most: int | None = None,
           *, widest_only: bool = False) -> tuple[bool, int, _Candidate | None, _Candidate | None]:
     """Print each group's first alternative that fits, in at most `most` tokens (with
-    `widest_only`, only a section taken with its sub-sections when its own text is the next
-    alternative: the location stays the same). Returns whether anything
-    of the document is now on the page for this row, the tokens of the smallest block that
-    did not fit (for the omission note), the first group that did not fit (its first
-    alternative, to print its best blocks later), and the widest alternative of a group that
-    printed narrower because of `most` (its rest may print later)."""
+    `widest_only`, only a section taken with its sub-sections is held to `most`, when its
+    own text is the next alternative: the location stays the same). Returns whether
+    anything of the document is now on the page for this row, the tokens of the smallest
+    block that did not fit (for the omission note), the first group that did not fit (its
+    first alternative, to print its best blocks later), and the widest alternative of a
+    group that printed narrower because of `most` (its rest may print later)."""
     shown_any = False
     missing = 0
     unfit: _Candidate | None = None
