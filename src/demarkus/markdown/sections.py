@@ -218,6 +218,7 @@ class _DestinationsAsWritten(MarkdownIt):
 
 _BLOCKS = MarkdownIt("commonmark").disable("inline")
 _FULL = _DestinationsAsWritten("commonmark")
+_FULL_BLOCKS = _DestinationsAsWritten("commonmark").disable("inline")
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,12 +234,15 @@ class ParsedBody:
     env: dict[str, Any]
     line_starts: list[int]
     inline: bool
-    """True when every inline token's children are parsed (links need them)."""
+    """True when the inline children are parsed wherever a link can be (links need them)
+    and for every heading."""
 
 
 def parse_body(body: bytes, *, inline: bool) -> ParsedBody:
     """Parse `body`; with `inline=False` only the block structure (headings get their
-    inline text parsed on demand by `outline_from_parse`).
+    inline text parsed on demand by `outline_from_parse`); with `inline=True` also the
+    inline text of headings and of the blocks holding a `[` or a `<`: a link (inline,
+    reference or autolink) needs one, and most of a long document holds neither.
 
     Raises:
         BadRequestError: `body` is not UTF-8.
@@ -250,7 +254,14 @@ def parse_body(body: bytes, *, inline: bool) -> ParsedBody:
             f"the body is not valid UTF-8 (byte {exc.start}); send markdown as UTF-8 text"
         ) from exc
     env: dict[str, Any] = {}
-    tokens = (_FULL if inline else _BLOCKS).parse(text, env)
+    tokens = (_FULL_BLOCKS if inline else _BLOCKS).parse(text, env)
+    if inline:
+        for i, token in enumerate(tokens):
+            if token.type == "inline" and (
+                "[" in token.content or "<" in token.content or tokens[i - 1].type == "heading_open"
+            ):
+                token.children = []
+                _FULL.inline.parse(token.content, _FULL, env, token.children)
     line_starts = [0]
     line_starts.extend(m.end() for m in _LINE_END.finditer(body))
     if line_starts[-1] != len(body):
