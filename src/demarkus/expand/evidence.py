@@ -101,6 +101,13 @@ class _Doc:
     """How its blocks are headed after the location: `(via ...)` for a related document."""
     pinned: bool = False
     """Reached through a `path#anchor` relation: that section is what it is here for."""
+    related_plans: dict[str, list[list[_Candidate]] | str] = field(default_factory=dict)
+    """`candidates_for` it as a related target, by fragment (the query is one per page)."""
+
+    @functools.cached_property
+    def relations(self) -> tuple[list[str], list[tuple[str, str, str]]]:
+        """Its `rel:` lines, and the same-authority targets the hop may follow."""
+        return _relation_lines(self)
 
     def loc(self, anchor: str = "") -> str:
         pinned = f"{self.location}/v{self.fetched.version}" if self.fetched.version else self.location
@@ -477,11 +484,7 @@ def _show_one(page: _Page, doc: _Doc, cand: _Candidate, most: int | None = None)
         line = render_line(f"{loc}: within {covered} above" if covered else f"{loc}: same text as {page.texts[digest]} above")
         return None if page.add(line) else count_tokens(line)
     text, elided, printed = doc.uncovered(cand.start, cand.end, page.texts)
-    if cand.note:
-        text = text.rstrip("\n") + "\n\n" + cand.note + "\n"
-    if cand.excerpt:
-        text = _excerpt_text(doc, cand, text)
-    block = render_block(loc + doc.suffix, text)
+    block = render_block(loc + doc.suffix, _dressed(doc, cand, text))
     if not _add_block(page, block, most):
         return count_tokens(block)
     _remember(page, doc, cand.start, cand.end, loc, elided, printed)
@@ -732,26 +735,38 @@ def _first_block_size(source: _Doc, predicate: str, got: _Doc | str, fragment: s
     None when it cannot print (a failed fetch, an unknown anchor: the hop says so)."""
     if isinstance(got, str):
         return None
-    candidates = candidates_for(got, fragment, terms, related=True)
+    candidates = _related_candidates(got, fragment, terms)
     if isinstance(candidates, str) or not candidates:
         return None
     suffix = f" (via {source.loc()} {predicate})"
     block = min(count_tokens(render_block(got.loc(cand.anchor) + suffix, _candidate_text(got, cand))) for cand in candidates[0])
-    return block + count_tokens("".join(_relation_lines(got)[0]))
+    return block + count_tokens("".join(got.relations[0]))
+
+
+def _related_candidates(doc: _Doc, fragment: str, terms: Sequence[str]) -> list[list[_Candidate]] | str:
+    """`candidates_for` a related target, worked out once: the room kept for its first
+    block and the hop both need it."""
+    if fragment not in doc.related_plans:
+        doc.related_plans[fragment] = candidates_for(doc, fragment, terms, related=True)
+    return doc.related_plans[fragment]
 
 
 def _targets(order: list[_Doc], in_table: set[str]) -> list[tuple[_Doc, str, str, str]]:
     """(declaring document, predicate, location, fragment) of the same-authority targets
     the hop may follow, in its order: by document, then by predicate preference."""
     return [(doc, predicate, location, fragment)
-            for doc in order for predicate, location, fragment in _relation_lines(doc)[1] if location not in in_table]
+            for doc in order for predicate, location, fragment in doc.relations[1] if location not in in_table]
 
 
 def _candidate_text(doc: _Doc, cand: _Candidate) -> str:
     """The candidate's text as a block prints it when nothing of it is on the page yet."""
     if cand.text is not None:
         return cand.text
-    text = doc.fetched.body[cand.start : cand.end].decode("utf-8", errors="replace")
+    return _dressed(doc, cand, doc.fetched.body[cand.start : cand.end].decode("utf-8", errors="replace"))
+
+
+def _dressed(doc: _Doc, cand: _Candidate, text: str) -> str:
+    """The candidate's text with its note (sub-sections not shown) and excerpt marks."""
     if cand.note:
         text = text.rstrip("\n") + "\n\n" + cand.note + "\n"
     return _excerpt_text(doc, cand, text) if cand.excerpt else text
@@ -761,7 +776,7 @@ def _print_relations(page: _Page, doc: _Doc) -> None:
     if doc.relations_done:
         return
     doc.relations_done = True
-    lines, _ = _relation_lines(doc)
+    lines, _ = doc.relations
     if lines and not page.add("".join(lines)):
         page.add(render_line(f"rel: {doc.loc()} declares {len(lines)} relations; fetch it to see them"))
 
@@ -787,7 +802,7 @@ async def _related_hop(page: _Page, order: list[_Doc], in_table: set[str], fetch
         if isinstance(got, str):
             page.add(render_line(f"note: {got}"))
             continue
-        candidates = candidates_for(got, fragment, terms, related=True)
+        candidates = _related_candidates(got, fragment, terms)
         if isinstance(candidates, str):
             page.add(render_line(f"note: {candidates}"))
             continue

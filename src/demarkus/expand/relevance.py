@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import bisect
 import itertools
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..index.query import words
 from ..markdown import Outline, Section
 
-_WORD = re.compile(r"[^\W_]+")
 SUMMARY_TITLES = frozenset({"abstract", "summary", "overview", "introduction", "synopsis", "tl;dr", "tldr"})
 """Headings under which a document says what it is."""
 
@@ -23,8 +22,8 @@ SUMMARY_TITLES = frozenset({"abstract", "summary", "overview", "introduction", "
 def term_count(text: str, terms: Sequence[str]) -> int:
     """How many distinct query terms the text holds (prefix match at a word start: a
     term, itself letters and digits, begins one of the text's words)."""
-    words = set(_WORD.findall(text.lower()))
-    return sum(1 for t in terms if any(word.startswith(t) for word in words))
+    present = set(words(text))
+    return sum(1 for t in terms if any(word.startswith(t) for word in present))
 
 
 def whole_h1(outline: Outline) -> Section | None:
