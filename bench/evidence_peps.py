@@ -65,6 +65,34 @@ def run_arm(src: Path, root: Path, world: Path, budget: int, limit: int) -> dict
     return out
 
 
+def baseline_commit() -> str:
+    return (BENCH / "BASELINE").read_text(encoding="utf-8").split()[0]
+
+
+def baseline_src(tmp: Path) -> Path:
+    """v0.1.0's `src` (the `bench/BASELINE` commit), extracted under `tmp`."""
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", baseline_commit(), "src"], capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive.stdout, check=True)
+    return tmp / "src"
+
+
+def load_store(world: Path, root: Path) -> None:
+    sys.path.insert(0, str(BENCH))
+    import common
+
+    subprocess.run([*common.DEMARKUS, "world", "load", str(world), "--root", str(root)], check=True, capture_output=True)
+
+
+def arm(src: Path, root: Path, world: Path, budget: int, limit: int) -> dict:
+    """`run_arm` in its own interpreter, so each arm imports its own `src`."""
+    done = subprocess.run(
+        [sys.executable, __file__, "--world", str(world), "--budget", str(budget), "--limit", str(limit),
+         "--arm", str(src), str(root)],
+        capture_output=True, text=True, check=True,
+    )
+    return json.loads(done.stdout)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--world", type=Path, default=WORLD)
@@ -78,21 +106,12 @@ def main() -> None:
     sys.path.insert(0, str(BENCH))
     import common
 
-    commit = (BENCH / "BASELINE").read_text(encoding="utf-8").split()[0]
+    commit = baseline_commit()
     with tempfile.TemporaryDirectory(prefix="demarkus-evidence-") as tmp:
         root = Path(tmp) / "store"
-        subprocess.run([*common.DEMARKUS, "world", "load", str(args.world), "--root", str(root)],
-                       check=True, capture_output=True)
-        archive = subprocess.run(["git", "-C", str(REPO), "archive", commit, "src"], capture_output=True, check=True)
-        subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
-        arms = {}
-        for name, src in (("v0.1.0", Path(tmp) / "src"), ("current", REPO / "src")):
-            done = subprocess.run(
-                [sys.executable, __file__, "--world", str(args.world), "--budget", str(args.budget),
-                 "--limit", str(args.limit), "--arm", str(src), str(root)],
-                capture_output=True, text=True, check=True,
-            )
-            arms[name] = json.loads(done.stdout)
+        load_store(args.world, root)
+        arms = {name: arm(src, root, args.world, args.budget, args.limit)
+                for name, src in (("v0.1.0", baseline_src(Path(tmp))), ("current", REPO / "src"))}
     before, after = arms["v0.1.0"], arms["current"]
     rows = [[qid, b["category"], f"{b['found']}/{b['quotes']}", f"{after[qid]['found']}/{b['quotes']}",
              b["tokens"], after[qid]["tokens"], after[qid]["related_blocks"]] for qid, b in before.items()]

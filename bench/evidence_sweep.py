@@ -13,8 +13,6 @@ Results go to bench/results/evidence_sweep.json.
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -22,7 +20,6 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 WORLDS = (Path("/work/shared/worlds/peps"), REPO / "src" / "demarkus" / "worlds" / "demo")
-ARM = BENCH / "evidence_peps.py"
 
 
 def main() -> None:
@@ -33,30 +30,23 @@ def main() -> None:
     args = parser.parse_args()
     sys.path.insert(0, str(BENCH))
     import common
+    from evidence_peps import arm, baseline_commit, baseline_src, load_store
 
     worlds = args.world or list(WORLDS)
-    commit = (BENCH / "BASELINE").read_text(encoding="utf-8").split()[0]
+    commit = baseline_commit()
     rows: list[list[object]] = []
     results: list[dict[str, object]] = []
     totals = {"v0.1.0": 0, "current": 0}
     with tempfile.TemporaryDirectory(prefix="demarkus-sweep-") as tmp:
-        archive = subprocess.run(["git", "-C", str(REPO), "archive", commit, "src"], capture_output=True, check=True)
-        subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
-        arms = {"v0.1.0": Path(tmp) / "src", "current": REPO / "src"}
+        arms = {"v0.1.0": baseline_src(Path(tmp)), "current": REPO / "src"}
         for world in worlds:
             root = Path(tmp) / f"store-{world.name}"
-            subprocess.run([*common.DEMARKUS, "world", "load", str(world), "--root", str(root)],
-                           check=True, capture_output=True)
+            load_store(world, root)
             for limit in args.limits:
                 for budget in args.budgets:
                     found: dict[str, dict] = {}
                     for name, src in arms.items():
-                        done = subprocess.run(
-                            [sys.executable, str(ARM), "--world", str(world), "--budget", str(budget),
-                             "--limit", str(limit), "--arm", str(src), str(root)],
-                            capture_output=True, text=True, check=True,
-                        )
-                        per = json.loads(done.stdout)
+                        per = arm(src, root, world, budget, limit)
                         answerable = [q for q in per.values() if q["quotes"]]
                         found[name] = {"all_quotes": sum(q["all"] for q in answerable), "answerable": len(answerable),
                                        "quotes_found": sum(q["found"] for q in answerable),
