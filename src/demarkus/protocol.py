@@ -54,6 +54,16 @@ MAX_REQUEST = MAX_REQUEST_LINE + MAX_METADATA + MAX_BODY + 64
 MAX_RESPONSE = MAX_BODY + MAX_METADATA + 2048
 """The most a client reads from one stream (a version file may carry store frontmatter)."""
 
+MAX_PATH = 1024
+"""Bytes in a canonical request path. The store adds its root, `versions/` and `.v<N>` to
+it, and Linux refuses file names over 4096 bytes: this leaves room for a deep store root."""
+MAX_PATH_DEPTH = 32
+"""Segments in a request path: deeper trees cost a directory check per level on every
+request and break the file system's own limits long before they help anyone."""
+MAX_QUERY_TERMS = 64
+"""Distinct words in a LOOKUP query. A question is a sentence; every word costs one term
+match per candidate row, so a pasted page of text is refused with this number."""
+
 MAX_PUBLISHER_KEYS = 50
 MAX_PUBLISHER_BYTES = 1024
 """Sum of key and value lengths (UTF-8 bytes) over publisher metadata."""
@@ -132,10 +142,20 @@ _KEY_RE = re.compile(r"[a-z0-9-]+")
 
 @dataclass(frozen=True, slots=True)
 class Request:
+    """One request. Its path is canonical by construction (see `canonical_path`), so no
+    layer can check one spelling and serve another.
+
+    Raises:
+        BadRequestError, NotFoundError: the path cannot be made canonical.
+    """
+
     verb: Verb
     path: str
     metadata: Mapping[str, str] = field(default_factory=dict)
     body: bytes = b""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "path", canonical_path(self.path))
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,11 +257,27 @@ def _parse_simple(text: str) -> dict[str, str] | None:
     return out
 
 
+class _StrictLoader(yaml.CBaseLoader):  # type: ignore[misc]
+    """YAML's base loader (every scalar a string) that refuses a key given twice: with
+    `auth` or `expected-version` twice, which one counts would be the reader's guess."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[object, object]:
+        seen: set[object] = set()
+        for key_node, _value in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, str) and key in seen:
+                raise BadRequestError(
+                    f"metadata key `{key[:80]}` is given twice; send each key once"
+                )
+            seen.add(key if isinstance(key, str) else id(key_node))
+        return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
+
+
 def parse_metadata(text: str) -> dict[str, str]:
     """Parse a metadata block into strings only (`yes` stays "yes", `010` stays "010").
 
     Raises:
-        BadRequestError: the block is not a flat map of scalars.
+        BadRequestError: the block is not a flat map of scalars, or a key appears twice.
     """
     if not text.strip():
         return {}
@@ -249,7 +285,7 @@ def parse_metadata(text: str) -> dict[str, str]:
     if simple is not None:
         return simple
     try:
-        data = yaml.load(text, Loader=yaml.CBaseLoader)
+        data = yaml.load(text, Loader=_StrictLoader)
     except yaml.YAMLError as exc:
         raise BadRequestError(
             f"the metadata block is not valid YAML ({_first_line(str(exc))}); "
@@ -310,6 +346,24 @@ def validate_publisher_metadata(metadata: Mapping[str, str]) -> dict[str, str]:
     return dict(metadata)
 
 
+_COUNT = re.compile(r"[0-9]{1,9}")
+
+
+def parse_count(key: str, value: str, usage: str) -> int:
+    """A whole number from request metadata: ASCII digits only, at most nine of them.
+
+    `int()` alone would read `٣` as 3 and fail on `²` and on 5,000 digits with errors no
+    caller expects; nine digits hold every count this protocol has. `usage` says what to
+    send instead, e.g. "use 1 to 1000".
+
+    Raises:
+        BadRequestError: anything else.
+    """
+    if not _COUNT.fullmatch(value):
+        raise BadRequestError(f"{key} `{value[:40]}` is not a whole number; {usage}")
+    return int(value)
+
+
 def publisher_metadata(request_metadata: Mapping[str, str]) -> dict[str, str]:
     """The part of a PUBLISH request's metadata that is stored with the document."""
     return {k: v for k, v in request_metadata.items() if k not in CONTROL_KEYS}
@@ -318,12 +372,19 @@ def publisher_metadata(request_metadata: Mapping[str, str]) -> dict[str, str]:
 # --- paths ------------------------------------------------------------------------------
 
 
-def validate_path(path: str) -> str:
-    """Check a request path: absolute, no control characters.
+def canonical_path(path: str) -> str:
+    """The one spelling of a request path that every check, the store and the index see.
+
+    Runs of `/` collapse and a trailing `/` goes (`//docs//a.md/` is `/docs/a.md`): the
+    file system reads them as one place, so a grant matched against any other spelling
+    would not protect it. They are accepted rather than refused because they name that
+    place unambiguously and people write them (`LIST /docs/`, a base joined to `/a.md`).
+    Dot segments are refused instead: they belong to relative links, which a client
+    resolves before it sends.
 
     Raises:
-        BadRequestError: not absolute or contains control characters.
-        NotFoundError: a `..` segment (rejected before auth, so it cannot probe scope).
+        BadRequestError: not absolute, a control character, a `.` segment, too long or deep.
+        NotFoundError: a `..` segment (refused before auth, so it cannot probe scope).
     """
     if not path.startswith("/"):
         raise BadRequestError(f"path `{path[:80]}` must start with `/`, like `/docs/readme.md`")
@@ -332,9 +393,29 @@ def validate_path(path: str) -> str:
             raise BadRequestError(
                 "the path contains a control character; percent-encode or remove it"
             )
-    if ".." in path.split("/"):
-        raise NotFoundError(f"`{path}` leaves the document root; `..` segments are not served")
-    return path
+    segments = [s for s in path.split("/") if s]
+    if ".." in segments:
+        raise NotFoundError(f"`{path[:200]}` leaves the document root; `..` segments are not served")
+    if "." in segments:
+        raise BadRequestError(
+            f"`{path[:200]}` has a `.` segment; resolve relative links before sending, "
+            "e.g. `/docs/./a.md` is `/docs/a.md`"
+        )
+    if len(segments) > MAX_PATH_DEPTH:
+        raise BadRequestError(
+            f"the path has {len(segments)} segments; at most {MAX_PATH_DEPTH} folders deep "
+            "are served; flatten the tree"
+        )
+    canonical = "/" + "/".join(segments)
+    size = len(canonical.encode("utf-8", "surrogatepass"))
+    if size > MAX_PATH:
+        raise BadRequestError(
+            f"the path is {size} bytes; at most {MAX_PATH} are allowed; shorten the names"
+        )
+    return canonical
+
+
+validate_path = canonical_path  # the older name, still used by a few callers
 
 
 def normalize_scope(path: str) -> str:
@@ -393,7 +474,7 @@ def parse_request(data: bytes) -> Request:
     except ValueError:
         known = ", ".join(v.value for v in Verb)
         raise BadRequestError(f"unknown verb `{verb_text[:40]}`; known verbs: {known}") from None
-    validate_path(path)
+    path = canonical_path(path)  # before the metadata: a bad path costs no YAML parse
     rest = data[newline + 1 :]
     block, body = _split_frontmatter(rest)
     metadata: dict[str, str] = {}
