@@ -66,10 +66,10 @@ class Clock:
 
 
 def rewrite(path: Path, text: str) -> None:
-    """Replace the file's content and move its mtime on, so a reload cannot miss it."""
-    before = path.stat().st_mtime_ns
-    path.write_text(text, encoding="utf-8")
-    os.utime(path, ns=(before + 1_000_000_000, before + 1_000_000_000))
+    """Replace the file atomically (a new inode), as `add_grant` and editors do."""
+    fresh = path.with_name(path.name + ".new")
+    fresh.write_text(text, encoding="utf-8")
+    os.replace(fresh, path)
 
 
 # --- globs -------------------------------------------------------------------
@@ -482,3 +482,76 @@ def test_add_grant_refuses_to_append_to_a_broken_file(tmp_path: Path) -> None:
     path.write_text("[tokens.x\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="not valid TOML"):
         add_grant(path, "new", "s", ["/a"], [READ])
+
+
+# --- reloads that must not open protected paths ---------------------------------------
+
+
+class Wall:
+    """A settable wall clock for the in-place rewrite rule (seconds since the epoch)."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def rewrite_in_place(path: Path, text: str) -> float:
+    """Truncate and write the same inode, as `echo ... > tokens.toml` does; its mtime."""
+    with open(path, "r+", encoding="utf-8") as handle:
+        handle.truncate(0)
+        handle.write(text)
+    return path.stat().st_mtime
+
+
+@pytest.mark.parametrize(
+    "text", ["", STORE_TEXT[: len(STORE_TEXT) // 3], "[tokens.reader]\nhash = \"sha"],
+    ids=["truncated-empty", "first-third", "cut-mid-table"],
+)
+def test_a_token_file_caught_mid_rewrite_keeps_the_read_grants(tokens_file: Path, text: str) -> None:
+    wall = Wall(0.0)
+    authorizer = Authorizer(tokens_file, clock=Clock(NOW), wall=wall)
+    wall.now = rewrite_in_place(tokens_file, text)
+    with pytest.raises(UnauthorizedError):
+        authorizer.check_read(None, "/private/a.md")
+
+
+def test_an_in_place_rewrite_applies_once_the_file_has_settled(tokens_file: Path) -> None:
+    wall = Wall(0.0)
+    authorizer = Authorizer(tokens_file, clock=Clock(NOW), wall=wall)
+    mtime = rewrite_in_place(tokens_file, table("writer", "write-secret", ["/docs/*"], [PUBLISH]))
+    wall.now = mtime
+    with pytest.raises(UnauthorizedError):
+        authorizer.check_read(None, "/private/a.md")  # not yet: it may still be being written
+    wall.now = mtime + 1.5
+    authorizer.check_read(None, "/private/a.md")  # the reader grant was removed on purpose
+
+
+def test_an_emptied_token_file_keeps_the_last_grants_and_says_how_to_clear_them(
+    tokens_file: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    authorizer = Authorizer(tokens_file, clock=Clock(NOW))
+    rewrite(tokens_file, "")
+    with caplog.at_level(logging.WARNING, logger="demarkus.auth"):
+        with pytest.raises(UnauthorizedError):
+            authorizer.check_read(None, "/private/a.md")
+    assert "leave a comment line" in caplog.records[0].getMessage()
+    rewrite(tokens_file, "# no grants\n")
+    authorizer.check_read(None, "/private/a.md")
+
+
+def test_concurrent_add_grant_calls_keep_every_grant(tmp_path: Path) -> None:
+    import threading
+
+    path = tmp_path / "tokens.toml"
+    labels = [f"t{i}" for i in range(16)]
+    threads = [
+        threading.Thread(target=add_grant, args=(path, label, f"{label}-secret", ["/a/**"], [READ]))
+        for label in labels
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert sorted(g.label for g in TokenStore.load(path).grants) == sorted(labels)

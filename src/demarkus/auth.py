@@ -15,6 +15,7 @@ publish grant, and an authority started without a token file accepts none.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import functools
 import hashlib
 import logging
@@ -24,8 +25,9 @@ import secrets
 import stat
 import tempfile
 import threading
+import time
 import tomllib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -135,13 +137,7 @@ class TokenStore:
     @classmethod
     def load(cls, path: Path) -> TokenStore:
         """Read and validate a token file; ConfigError names file, label and problem."""
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise ConfigError(f"token file {path} is missing; create it or fix --tokens") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"token file {path} cannot be read: {exc}") from exc
-        return cls.parse(text, source=str(path))
+        return cls.parse(_read_tokens(path), source=str(path))
 
     @classmethod
     def parse(cls, text: str, source: str = "<tokens>") -> TokenStore:
@@ -205,6 +201,15 @@ class TokenStore:
     def read_protected(self, path: str) -> bool:
         """Whether a read grant covers ``path``; expired ones count, so expiry never opens it."""
         return any(READ in g.operations and g.covers(path) for g in self.grants)
+
+
+def _read_tokens(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"token file {path} is missing; create it or fix --tokens") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"token file {path} cannot be read: {exc}") from exc
 
 
 def _parse_grant(source: str, label: str, table: object) -> TokenGrant:
@@ -277,7 +282,8 @@ def add_grant(
     """Append a grant for ``token`` to the token file, storing only its hash.
 
     The new file is parsed whole, then atomically replaces the old one, so a hot
-    reload never sees a half-written or invalid file. One writer at a time.
+    reload never sees a half-written or invalid file. Two at once do not lose one's
+    grant: the read-modify-write holds a lock on the file's directory.
 
     Raises:
         ConfigError: a taken or non-bare label, a token already granted, a bad pattern
@@ -289,6 +295,28 @@ def add_grant(
         raise ValueError("expires must be timezone-aware")
     if not _LABEL_RE.fullmatch(label):
         raise ConfigError(f"{path}: label {label!r} may use only letters, digits, - and _")
+    with _directory_lock(path.parent):
+        return _add_grant(path, label, token, paths, operations, expires)
+
+
+@contextlib.contextmanager
+def _directory_lock(directory: Path) -> Iterator[None]:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _add_grant(
+    path: Path,
+    label: str,
+    token: str,
+    paths: Sequence[str],
+    operations: Sequence[str],
+    expires: datetime | None,
+) -> TokenGrant:
     try:
         old, mode = path.read_text(encoding="utf-8"), stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
@@ -338,43 +366,90 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-def _signature(path: Path) -> tuple[int, int, int] | None:
+_UNWARNED = object()
+SETTLE = 1.0
+"""Seconds a token file changed in place (same inode) must stay untouched before it is
+read: an in-place rewrite truncates first, and the empty or half-written file in between
+would otherwise load as a store without the read grants, opening protected paths. An
+atomic replace (a new inode, as `add_grant` and most editors do) loads at once."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Signature:
+    mtime_ns: int
+    size: int
+    inode: int
+
+
+def _signature(path: Path) -> _Signature | None:
     try:
         st = path.stat()
     except OSError:
         return None
-    return (st.st_mtime_ns, st.st_size, st.st_ino)
+    return _Signature(st.st_mtime_ns, st.st_size, st.st_ino)
 
 
 class Authorizer:
-    """Applies the read/write rules, reloading the token file when it changes."""
+    """Applies the read/write rules, reloading the token file when it changes.
 
-    def __init__(self, tokens_path: Path | None, clock: Callable[[], datetime] = _utc_now) -> None:
+    A reload never weakens protection by accident: a file that is missing, unparsable,
+    empty (when grants were in force), still being rewritten in place (see `SETTLE`), or
+    changed while it was read keeps the last good grants; each is logged once."""
+
+    def __init__(
+        self,
+        tokens_path: Path | None,
+        clock: Callable[[], datetime] = _utc_now,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
         """Load the token file, if any; ConfigError when it is missing or invalid."""
-        self._path, self._clock, self._lock = tokens_path, clock, threading.Lock()
+        self._path, self._clock, self._wall, self._lock = tokens_path, clock, wall, threading.Lock()
         # Stat before reading, so a change made during the read is seen next time.
         self._seen = _signature(tokens_path) if tokens_path else None
         self._store = TokenStore.load(tokens_path) if tokens_path else None
+        self._warned: object = _UNWARNED
 
     def current(self) -> TokenStore | None:
-        """The store in force after picking up any change to the file; None without a file.
-
-        A broken or vanished file is logged once per change and the last good store stays.
-        """
+        """The store in force after picking up any change to the file; None without a file."""
         if self._path is None:
             return None
         with self._lock:
             signature = _signature(self._path)
             if signature == self._seen:
                 return self._store
-            self._seen = signature
-            try:
-                self._store = TokenStore.load(self._path)
-            except ConfigError as exc:
-                logger.warning("%s; the last good grants stay in force until it loads", exc)
-            else:
-                logger.info("token file %s reloaded", self._path)
+            if (
+                signature is not None
+                and self._seen is not None
+                and signature.inode == self._seen.inode
+                and self._wall() - signature.mtime_ns / 1e9 < SETTLE
+            ):
+                return self._store  # being rewritten in place: look again once it settles
+            problem = self._reload(signature)
+            if problem is not None and signature != self._warned:
+                self._warned = signature
+                logger.warning("%s; the last good grants stay in force until it loads", problem)
             return self._store
+
+    def _reload(self, signature: _Signature | None) -> str | None:
+        """Adopt the file's grants; what is wrong with it instead, if anything."""
+        assert self._path is not None
+        try:
+            text = _read_tokens(self._path)
+            loaded = TokenStore.parse(text, source=str(self._path))
+        except ConfigError as exc:
+            self._seen = signature
+            return str(exc)
+        if _signature(self._path) != signature:
+            return f"token file {self._path} changed while it was read"  # read it again next time
+        self._seen = signature
+        if not text.strip() and self._store is not None and self._store.grants:
+            return (
+                f"token file {self._path} is empty (to remove every grant on purpose, leave "
+                "a comment line in it)"
+            )
+        logger.info("token file %s reloaded", self._path)
+        self._store = loaded
+        return None
 
     def check_read(self, token: str | None, path: str) -> None:
         """Allow a read: public unless a read grant covers the path (raises as ``authorize``)."""
