@@ -10,6 +10,7 @@ DemarkusError
 ├── ConflictError              -> conflict      (expected-version mismatch)
 ├── RateLimitedError           -> rate-limited
 ├── IntegrityError             -> server-error  (a stored file is damaged)
+│   └── IndexDamagedError                       (the section index file; rebuild it)
 ├── ServerError                -> server-error
 ├── ConfigError                 (a configuration file or option is invalid)
 └── TransportError                              (client side: the authority could not be reached)
@@ -89,6 +90,11 @@ class IntegrityError(DemarkusError):
     """Stored bytes are damaged (unparsable version file, broken chain)."""
 
     status = "server-error"
+
+
+class IndexDamagedError(IntegrityError):
+    """The section index file is damaged. It holds only data derived from the store, so
+    recreating and refilling it loses nothing."""
 
 
 class ServerError(DemarkusError):

@@ -2,58 +2,27 @@
 
 from __future__ import annotations
 
+import random
 import sqlite3
 import threading
-from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from demarkus.catalog import Filter, parse_filter
+from demarkus.errors import BadRequestError
 from demarkus.index import SectionHit, SectionIndex, rebuild, reconcile
-from demarkus.index.query import Ranking
-from demarkus.index.sqlite import SCHEMA_VERSION, _selective
+from demarkus.index.query import Ranking, content_words
+from demarkus.index.sqlite import MAX_FETCH_FACTOR, SCHEMA_VERSION, _selective
+from demarkus.protocol import MAX_QUERY_TERMS
 from demarkus.store import FileStore
 
-WHEN = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-FILLER = (
-    "lorem ipsum dolor sit amet consectetur adipiscing elit sed eiusmod tempor incididunt "
-    "labore dolore magna aliqua enim minim veniam quis nostrud exercitation ullamco laboris "
-    "nisi aliquip commodo consequat duis aute irure reprehenderit voluptate velit esse cillum"
-).split()
-
-
-@pytest.fixture
-def index(tmp_path: Path) -> Iterator[SectionIndex]:
-    ix = SectionIndex(tmp_path / "index.sqlite")
-    yield ix
-    ix.close()
-
-
-def put(index: SectionIndex, path: str, body: str, version: int = 1, **meta: str) -> int:
-    return index.update(path, version, meta, body.encode(), WHEN)
-
-
-def fill(index: SectionIndex, documents: int = 20) -> None:
-    """Neutral documents, so that the test terms are rare and BM25's IDF means something."""
-    with index.bulk():
-        for d in range(documents):
-            sections = "".join(
-                f"## Part {FILLER[(d + s) % len(FILLER)]}\n\n"
-                + " ".join(FILLER[(d * 7 + s * 3 + k) % len(FILLER)] for k in range(30))
-                + "\n\n"
-                for s in range(4)
-            )
-            put(index, f"/filler/f{d:02d}.md", f"# Filler {d}\n\n{sections}")
-
-
-def where(hits: list[SectionHit]) -> list[tuple[str, str]]:
-    return [(h.path, h.anchor) for h in hits]
-
+from .conftest import FILLER, fill, put, where
 
 # --- rows --------------------------------------------------------------------------------
 
@@ -288,7 +257,90 @@ def test_hostile_queries_never_raise(index: SectionIndex, query: str) -> None:
 def test_any_text_is_a_query_that_answers(index: SectionIndex, query: str, scope: str) -> None:
     if not index.indexed_versions():
         put(index, "/z.md", "# Z\n\n## Part\n\nzorbex quetzal body\n")
-    assert isinstance(index.search(query, "/" + scope, limit=3), list)
+    if len(content_words(query)) > MAX_QUERY_TERMS:
+        with pytest.raises(BadRequestError):
+            index.search(query, "/" + scope, limit=3)
+    else:
+        assert isinstance(index.search(query, "/" + scope, limit=3), list)
+
+
+# --- bounds ------------------------------------------------------------------------------
+
+WORDS = [f"w{n}" for n in range(700)]
+"""Made-up words, none a stop word, each its own stem."""
+
+
+def test_more_than_max_query_terms_distinct_words_are_refused_naming_the_limit(
+    index: SectionIndex,
+) -> None:
+    put(index, "/z.md", f"# Z\n\n## Part\n\n{WORDS[0]} {WORDS[63]}\n")
+    for count in (MAX_QUERY_TERMS + 1, 600):
+        with pytest.raises(BadRequestError, match=f"at most {MAX_QUERY_TERMS}"):
+            index.search(" ".join(WORDS[:count] * 3), "/", limit=5)
+    # exactly the limit is searched; stop words and repeats do not count toward it
+    question = "what is the " + " and ".join(WORDS[:MAX_QUERY_TERMS] * 2)
+    assert where(index.search(question, "/", limit=5)) == [("/z.md", "part")]
+
+
+@pytest.fixture
+def statements(monkeypatch: pytest.MonkeyPatch) -> set[str]:
+    """The SQL text of every statement run on the connections opened from now on. Each
+    distinct text is one entry in a connection's statement cache."""
+    seen: set[str] = set()
+
+    class Recording(sqlite3.Connection):
+        def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+            seen.add(sql)
+            return super().execute(sql, parameters)
+
+        def executemany(self, sql: str, parameters: Any, /) -> sqlite3.Cursor:
+            seen.add(sql)
+            return super().executemany(sql, parameters)
+
+    connect = sqlite3.connect
+    monkeypatch.setattr(sqlite3, "connect", lambda *a, **k: connect(*a, factory=Recording, **k))
+    return seen
+
+
+def test_distinct_large_lookups_reuse_a_small_fixed_set_of_statements(
+    tmp_path: Path, statements: set[str]
+) -> None:
+    rng = random.Random(12)
+    with SectionIndex(tmp_path / "index.sqlite") as index:
+        with index.bulk():
+            for d in range(40):
+                parts = "".join(
+                    f"## Part {s}\n\n{' '.join(rng.sample(WORDS[:200], 25))}\n\n" for s in range(3)
+                )
+                put(index, f"/{'ab'[d % 2]}/d{d:02d}.md", f"# D{d}\n\n{parts}", tags=f"t{d % 3}")
+        shapes = [("/", None), ("/a", None), ("/a/d00.md", None), ("/", Filter(tags=("t1",)))]
+
+        def lookups(count: int) -> None:
+            for n in range(count):
+                scope, flt = shapes[n % len(shapes)]
+                question = " ".join(rng.sample(WORDS[:200], MAX_QUERY_TERMS))
+                assert index.search(question, scope, limit=10, flt=flt)
+
+        lookups(12)
+        warm = set(statements)
+        lookups(60)
+        assert statements == warm  # 60 more distinct lookups, not one new statement
+    assert max(len(sql) for sql in statements) < 400
+
+
+def test_a_filter_that_rejects_every_row_stops_fetching_at_the_bound(index: SectionIndex) -> None:
+    with index.bulk():
+        for d in range(400):  # one row each: a document without headings
+            put(index, f"/n/d{d:03d}.md", f"A zorbex note, number {d}.\n")
+    index.ranking = replace(index.ranking, candidates=4)
+    judged: list[str] = []
+
+    def reject(path: str) -> bool:
+        judged.append(path)
+        return False
+
+    assert index.search("zorbex", "/", limit=1, visible=reject) == []
+    assert len(judged) == 4 * MAX_FETCH_FACTOR  # not all 400 matching rows
 
 
 # --- scope, visibility, limit, filter ----------------------------------------------------

@@ -23,7 +23,14 @@ own text or headings, so a title-only match does not make every section of a doc
 row. The best `Ranking.candidates` rows by BM25 (title/tags, trail and body weighted) are
 re-ranked in Python by term coverage and the importance prior (see `query.py`).
 Documents whose title and tags hold every term add their bare-path row (the catalog
-answer), ranked with the rest. One connection, guarded by a lock, serves every thread.
+answer), ranked with the rest.
+
+Writes go through one connection under a lock; searches read on connections of their own
+(`pool.ReaderPool`), each inside one read transaction, so they run in parallel with each
+other and with a writer. Every statement's SQL text is one of a small fixed set: row ids
+and paths travel as a JSON array parameter read back with `json_each(?)`, so SQLite's
+statement cache cannot grow with the queries asked. A damaged file is reported as
+`IndexDamagedError`, and `SectionIndex.recreate` replaces it with an empty index.
 """
 
 from __future__ import annotations
@@ -33,15 +40,18 @@ import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
 
 from ..catalog import CatalogEntry, Filter, derive_title, parse_importance, parse_tags
+from ..errors import BadRequestError, IndexDamagedError
 from ..markdown.sections import parse_outline
-from ..protocol import normalize_scope
+from ..protocol import MAX_QUERY_TERMS, normalize_scope
 from .base import SectionHit
+from .counts import MAX_CACHED_KEY, CountCache
+from .pool import ReaderPool
 from .query import (
     DEFAULT_RANKING,
     Candidate,
@@ -85,6 +95,23 @@ CREATE VIRTUAL TABLE catalog USING fts5 (meta, tokenize = '{TOKENIZE}');
 PRAGMA user_version = {SCHEMA_VERSION};
 """
 _TABLES = ("fts", "catalog", "sections", "documents")
+_VOCAB = "CREATE VIRTUAL TABLE IF NOT EXISTS temp.vocab USING fts5vocab(main, fts, row)"
+"""Per connection: term -> rows holding it, for IDF and for choosing the engine's terms."""
+_COUNT_ROWS = {table: f"SELECT count(*) FROM {table}" for table in ("sections", "documents")}
+_COMPANIONS = ("-wal", "-shm", "-journal")
+"""Files SQLite keeps beside the index file; a damaged index goes with them."""
+_DAMAGE_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
+"""Primary SQLite result codes meaning the file itself is damaged (not busy, not full)."""
+
+FETCH_GROWTH = 4
+"""How much more an engine query fetches each time the rows in scope and passing the filter
+and visibility check fall short of the rows wanted."""
+MAX_FETCH_FACTOR = 64
+"""An engine query fetches at most this many times the rows wanted (`Ranking.candidates`,
+or the limit when larger): at the defaults, four fetches of 200 to 12,800 rows. FTS5 scores
+every matching row on each fetch, so a filter or visibility check that rejects nearly every
+row would otherwise rank the whole index again and again and hold every match in memory;
+past the bound the search answers with the rows it kept."""
 
 
 class _Row(NamedTuple):
@@ -120,11 +147,20 @@ class _Document(NamedTuple):
         )
 
 
+class _Snapshot(NamedTuple):
+    """Where one search reads: a connection inside a read transaction, and the generation
+    of cached counts that describe what it sees (None: count afresh, cache nothing)."""
+
+    db: sqlite3.Connection
+    generation: int | None
+
+
 class SectionIndex:
     """Section search over SQLite FTS5; see the module docstring for the layout.
 
-    Raises (from the constructor):
-        sqlite3.DatabaseError: the file exists but is not a SQLite database.
+    Raises (from the constructor, and from any method later):
+        IndexDamagedError: the file is not a SQLite database or is damaged; `recreate`
+            replaces it with an empty index.
     """
 
     def __init__(self, path: Path, *, ranking: Ranking = DEFAULT_RANKING) -> None:
@@ -132,20 +168,88 @@ class SectionIndex:
         self.ranking = ranking
         self._lock = threading.RLock()
         self._depth = 0
-        self._rows: int | None = None
-        self._documents: int | None = None
-        self._vocab: dict[str, int] = {}
-        self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode = WAL")
-        self._db.execute("PRAGMA synchronous = NORMAL")
-        self._db.execute("PRAGMA temp_store = MEMORY")
-        self._ensure_schema()
-        self._db.execute(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.vocab USING fts5vocab(main, fts, row)"
-        )
+        self._writer: int | None = None
+        """The thread inside the write transaction: its searches read its own rows."""
+        self._counts = CountCache()
+        self._db = self._connect()
+        try:
+            with self._reported():
+                self._check_whole_pages()
+                self._db.execute("PRAGMA synchronous = NORMAL")
+                self._ensure_schema()
+                self._db.execute(_VOCAB)
+                # reading a table now reports a damaged file at start-up, not mid-request
+                self._db.execute("SELECT count(*) FROM documents").fetchone()
+        except BaseException:
+            self._db.close()
+            raise
+        self._readers = ReaderPool(self._open_reader)
         self._stemmer = _Stemmer()
 
+    @classmethod
+    def recreate(cls, path: Path, *, ranking: Ranking = DEFAULT_RANKING) -> SectionIndex:
+        """Delete the index file at `path` (damaged or not) with the `-wal`, `-shm` and
+        `-journal` files SQLite keeps beside it, and open a fresh, empty index there;
+        `rebuild` refills it from the store. Every index open on the file, in any process,
+        must be closed first: one left open goes on using the deleted file."""
+        path = Path(path)
+        for name in (path.name, *(path.name + suffix for suffix in _COMPANIONS)):
+            path.with_name(name).unlink(missing_ok=True)
+        return cls(path, ranking=ranking)
+
     # --- lifecycle ------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
+        try:
+            with self._reported():
+                db.execute("PRAGMA journal_mode = WAL")
+                db.execute("PRAGMA temp_store = MEMORY")
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _open_reader(self) -> sqlite3.Connection:
+        db = self._connect()
+        try:
+            with self._reported():
+                db.execute(_VOCAB)
+                db.execute("PRAGMA query_only = ON")
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _check_whole_pages(self) -> None:
+        """SQLite writes whole pages, so a file ending inside one was cut short (a copy
+        stopped midway, a full disk), and SQLite would read the missing bytes as zeros.
+        A write-ahead log with frames in it may still complete the file: then SQLite judges."""
+        wal = self.path.with_name(self.path.name + "-wal")
+        if wal.exists() and wal.stat().st_size:
+            return
+        size = self.path.stat().st_size
+        (page,) = self._db.execute("PRAGMA page_size").fetchone()
+        if size % page:
+            raise self._damaged(f"its {size} bytes end inside a page of {page}")
+
+    @contextmanager
+    def _reported(self) -> Iterator[None]:
+        """Let SQLite's word that the file is damaged out as `IndexDamagedError`."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            if exc.sqlite_errorcode & 0xFF not in _DAMAGE_CODES:
+                raise
+            raise self._damaged(str(exc)) from exc
+
+    def _damaged(self, detail: str) -> IndexDamagedError:
+        return IndexDamagedError(
+            f"the section index {self.path} is damaged ({detail}). It holds only data "
+            "derived from the store, so nothing is lost: with no server running on the store, "
+            "run `demarkus index rebuild --root STORE` (STORE: the store directory) to "
+            "recreate it; until then LOOKUP match=body cannot answer"
+        )
 
     def _ensure_schema(self) -> None:
         """Create the tables; a file of another schema version is emptied first (the index
@@ -160,7 +264,7 @@ class SectionIndex:
                 version,
                 SCHEMA_VERSION,
             )
-        with self._transaction():
+        with self._transaction():  # the constructor reports damage
             for name in _TABLES:
                 self._db.execute(f"DROP TABLE IF EXISTS {name}")
             for statement in _SCHEMA.split(";"):
@@ -168,13 +272,13 @@ class SectionIndex:
                     self._db.execute(statement)
 
     def close(self) -> None:
-        """Close the connection; the object is unusable afterwards."""
+        """Close every connection; the object is unusable afterwards. A search still
+        running keeps its connection until it ends."""
         with self._lock:
-            try:
+            with suppress(sqlite3.Error):
                 self._db.execute("PRAGMA optimize")
-            except sqlite3.Error:
-                pass
             self._db.close()
+            self._readers.close()
             self._stemmer.close()
 
     def __enter__(self) -> SectionIndex:
@@ -185,29 +289,63 @@ class SectionIndex:
 
     @contextmanager
     def bulk(self) -> Iterator[None]:
-        """One transaction around many updates (a world load, a rebuild). Other threads
-        wait until it ends; an exception rolls every change back."""
+        """One transaction around many updates (a world load, a rebuild). Other writers
+        wait until it ends, searches meanwhile see the index as it was before it; an
+        exception rolls every change back."""
         with self._lock, self._transaction():
             yield
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
+        """The write transaction; nested ones join the outermost. Its body reports damage
+        itself (`_reported`), so an error of the caller's own inside `bulk` stays as it is."""
         with self._lock:
             outer = self._depth == 0
             if outer:
-                self._db.execute("BEGIN IMMEDIATE")
+                with self._reported():
+                    self._db.execute("BEGIN IMMEDIATE")
+                self._writer = threading.get_ident()
             self._depth += 1
             try:
                 yield
             except BaseException:
                 self._depth -= 1
                 if outer:
-                    self._db.execute("ROLLBACK")
-                    self._forget()
+                    self._writer = None
+                    with self._reported():
+                        self._db.execute("ROLLBACK")
                 raise
             self._depth -= 1
             if outer:
-                self._db.execute("COMMIT")
+                self._writer = None
+                with self._reported():
+                    try:
+                        with self._counts.committing():
+                            self._db.execute("COMMIT")
+                    except BaseException:
+                        if self._db.in_transaction:  # a failed COMMIT leaves it open
+                            self._db.execute("ROLLBACK")
+                        raise
+
+    @contextmanager
+    def _reading(self) -> Iterator[_Snapshot]:
+        """One consistent view for a search. A thread inside its own write transaction
+        reads through the write connection (and sees its own rows); any other borrows a
+        read connection and holds one read transaction, so a commit landing meanwhile
+        changes nothing it reads."""
+        with self._reported():
+            if self._writer == threading.get_ident():
+                yield _Snapshot(self._db, None)
+                return
+            with self._readers.borrow() as db:
+                before = self._counts.generation()
+                db.execute("BEGIN")
+                try:
+                    db.execute("PRAGMA user_version")  # opens the read transaction's snapshot
+                    yield _Snapshot(db, self._counts.stable(before))
+                finally:
+                    with suppress(sqlite3.Error):  # failing, it leaves the pool
+                        db.execute("ROLLBACK")
 
     # --- writes ---------------------------------------------------------------------------
 
@@ -245,7 +383,7 @@ class SectionIndex:
             if text.strip():
                 rows.append((section.anchor, section.title, "\n".join(reversed(trail)), text))
         importance = parse_importance(metadata.get("importance"))
-        with self._transaction():
+        with self._transaction(), self._reported():
             self._delete(path)
             self._db.execute(
                 "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -273,19 +411,12 @@ class SectionIndex:
                         "INSERT INTO catalog (rowid, meta) VALUES (?, ?)",
                         (cursor.lastrowid, meta_text),
                     )
-            self._forget()
         return len(rows)
 
     def remove(self, path: str) -> None:
         """Drop every row of `path`; a path not indexed is a no-op."""
-        with self._transaction():
+        with self._transaction(), self._reported():
             self._delete(path)
-            self._forget()
-
-    def _forget(self) -> None:
-        """Drop the statistics cached between writes (row counts, term counts)."""
-        self._rows = self._documents = None
-        self._vocab.clear()
 
     def _delete(self, path: str) -> None:
         for table in ("fts", "catalog"):
@@ -298,14 +429,14 @@ class SectionIndex:
 
     def optimize(self) -> None:
         """Merge the FTS5 b-trees into one: slower now, faster searches later."""
-        with self._transaction():
+        with self._transaction(), self._reported():
             self._db.execute("INSERT INTO fts (fts) VALUES ('optimize')")
 
     # --- reads ----------------------------------------------------------------------------
 
     def indexed_versions(self) -> dict[str, int]:
-        with self._lock:
-            return dict(self._db.execute("SELECT path, version FROM documents"))
+        with self._reading() as snap:
+            return dict(snap.db.execute("SELECT path, version FROM documents"))
 
     def search(
         self,
@@ -320,31 +451,46 @@ class SectionIndex:
 
         `query` is natural language: stop words and 1-character words are dropped, any
         other text (quotes, `*`, `NEAR`, `-`, `:`) is only ever searched for as words.
-        `flt` and `visible` drop rows before the limit applies.
+        `flt` and `visible` drop rows before the limit applies; when they reject nearly
+        every matching row, fewer than `limit` rows may come back (see `MAX_FETCH_FACTOR`).
+
+        Raises:
+            BadRequestError: the query has more than `MAX_QUERY_TERMS` distinct words.
         """
+        asked = content_words(query)
+        if len(asked) > MAX_QUERY_TERMS:
+            raise BadRequestError(
+                f"the query has {len(asked)} distinct words (stop words aside); body search "
+                f"takes at most {MAX_QUERY_TERMS}: keep the words that name what you are "
+                "looking for and ask again"
+            )
         if limit < 1:
             return []
         scope = normalize_scope(scope)
-        with self._lock:
-            terms = self._terms(content_words(query))
-            if not terms:
-                return []
-            rows = self._row_count()
-            counts = self._counts(terms)
+        terms = self._terms(asked)
+        if not terms:
+            return []
+        with self._reading() as snap:
+            rows = self._row_count(snap)
+            counts = self._term_counts(snap, terms)
             weights = term_weights(rows, counts, len(terms))
             selective = _selective(terms, counts, rows, self.ranking)
-            judge = _Judge(flt, visible, self._documents_for)
+            judge = _Judge(flt, visible, lambda paths: self._documents_for(snap, paths))
             found: dict[int, _Row] = {}
             any_expr = match_any(selective)
             candidate_expr = f"({any_expr}) AND {match_any(selective, ('trail', 'body'))}"
-            for row in self._candidates(candidate_expr, scope, judge, catalog=False, limit=limit):
+            for row in self._candidates(
+                snap, candidate_expr, scope, judge, catalog=False, limit=limit
+            ):
                 found[row.key] = row
-            for row in self._candidates(match_all(terms), scope, judge, catalog=True, limit=limit):
+            for row in self._candidates(
+                snap, match_all(terms), scope, judge, catalog=True, limit=limit
+            ):
                 if row.key not in found or found[row.key].relevance < row.relevance:
                     found[row.key] = row
             if not found:
                 return []
-            matched = self._matched(terms, list(found))
+            matched = self._matched(snap, terms, list(found))
             ranked = rank(
                 (
                     Candidate(
@@ -360,8 +506,8 @@ class SectionIndex:
                 weights,
                 self.ranking,
             )[:limit]
-            snippets = self._snippets(terms, [c.key for _, c in ranked])
-            documents = self._documents_for({c.path for _, c in ranked})
+            snippets = self._snippets(snap, terms, [c.key for _, c in ranked])
+            documents = self._documents_for(snap, {c.path for _, c in ranked})
         hits = []
         for value, candidate in ranked:
             row = found[candidate.key]
@@ -391,7 +537,7 @@ class SectionIndex:
         return out
 
     def _candidates(
-        self, expr: str, scope: str, judge: _Judge, *, catalog: bool, limit: int
+        self, snap: _Snapshot, expr: str, scope: str, judge: _Judge, *, catalog: bool, limit: int
     ) -> list[_Row]:
         """Up to `ranking.candidates` (at least `limit`) rows matching `expr`, best BM25
         first, that are in scope and pass the filter and the visibility check. `catalog`
@@ -409,7 +555,7 @@ class SectionIndex:
                 "SELECT rowid AS id, -bm25(fts, ?, ?, ?) AS relevance FROM fts WHERE fts MATCH ?"
             )
             params = [r.title_weight, r.trail_weight, r.body_weight, expr]
-        if scope != "/" and self._narrow(scope):
+        if scope != "/" and self._narrow(snap, scope):
             # unary + keeps SQLite from probing FTS5 once per id: one scan, then a set test
             inner += (
                 " AND +rowid IN (SELECT id FROM sections WHERE path = ? OR (path > ? AND path < ?))"
@@ -421,84 +567,94 @@ class SectionIndex:
             " JOIN sections s ON s.id = t.id"
         )
         want = max(r.candidates, limit)
+        most = want * MAX_FETCH_FACTOR
         fetch = want
         while True:
-            rows = list(map(_Row._make, self._db.execute(sql, [*params, fetch])))
+            rows = list(map(_Row._make, snap.db.execute(sql, [*params, fetch])))
             inside = [row for row in rows if _inside(row.path, scope)]
             judge.prepare({row.path for row in inside})
             kept = [row for row in inside if judge(row.path)]
-            if len(kept) >= want or len(rows) < fetch:
+            if len(kept) >= want or len(rows) < fetch or fetch >= most:
                 return kept[:want]
-            fetch *= 4
+            fetch = min(fetch * FETCH_GROWTH, most)
 
-    def _narrow(self, scope: str) -> bool:
+    def _narrow(self, snap: _Snapshot, scope: str) -> bool:
         """True when the scope holds under half the documents: then SQL restricts the rows
         before ranking; a wide scope is cheaper to filter afterwards (fetching more if
         too many rows fall outside it)."""
-        inside: int = self._db.execute(
+        inside: int = snap.db.execute(
             "SELECT count(*) FROM documents WHERE path = ? OR (path > ? AND path < ?)",
             (scope, scope + "/", scope + "0"),
         ).fetchone()[0]
-        if self._documents is None:
-            self._documents = self._db.execute("SELECT count(*) FROM documents").fetchone()[0]
-        return inside * 2 < (self._documents or 0)
+        return inside * 2 < self._count(snap, "documents")
 
-    def _documents_for(self, paths: Collection[str]) -> dict[str, _Document]:
+    def _documents_for(self, snap: _Snapshot, paths: Collection[str]) -> dict[str, _Document]:
         """The stored fields of each document named."""
-        out: dict[str, _Document] = {}
-        ordered = sorted(paths)
-        for start in range(0, len(ordered), 500):
-            chunk = ordered[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for raw in self._db.execute(
+        return {
+            raw[0]: _Document._make(raw)
+            for raw in snap.db.execute(
                 "SELECT path, title, tags, importance, modified, metadata FROM documents"
-                f" WHERE path IN ({marks})",
-                chunk,
-            ):
-                out[raw[0]] = _Document._make(raw)
-        return out
+                " WHERE path IN (SELECT value FROM json_each(?))",
+                (json.dumps(sorted(paths)),),
+            )
+        }
 
-    def _matched(self, terms: Sequence[str], keys: Sequence[int]) -> dict[int, set[int]]:
-        """Row id -> indexes of the terms found anywhere in that row."""
-        ids = ",".join(str(int(k)) for k in keys)
-        sql = " UNION ALL ".join(
-            f"SELECT {i}, rowid FROM fts WHERE fts MATCH ? AND +rowid IN ({ids})"
-            for i in range(len(terms))
-        )
+    def _matched(
+        self, snap: _Snapshot, terms: Sequence[str], keys: Sequence[int]
+    ) -> dict[int, set[int]]:
+        """Row id -> indexes of the terms found anywhere in that row: one FTS5 match per
+        term (`terms.key` is its index), each kept to the candidate rows."""
         out: dict[int, set[int]] = {}
-        for index, key in self._db.execute(sql, [quote(t) for t in terms]):
+        for index, key in snap.db.execute(
+            "SELECT terms.key, fts.rowid FROM json_each(?) AS terms CROSS JOIN fts"
+            " WHERE fts MATCH terms.value AND +fts.rowid IN (SELECT value FROM json_each(?))",
+            (json.dumps([quote(t) for t in terms]), json.dumps(list(keys))),
+        ):
             out.setdefault(key, set()).add(index)
         return out
 
-    def _counts(self, terms: Sequence[str]) -> dict[int, int]:
+    def _term_counts(self, snap: _Snapshot, terms: Sequence[str]) -> dict[int, int]:
         """Term index -> rows containing it in any column, from the FTS5 vocabulary (a
         word that splits into several tokens counts as its rarest token)."""
         out: dict[int, int] = {}
         for i, forms in enumerate(self._stemmer.stems(terms)):
             counts = []
             for form in forms:
-                if form not in self._vocab:
-                    got = self._db.execute("SELECT doc FROM temp.vocab WHERE term = ?", (form,))
+                held = self._counts.get(snap.generation, ("term", form))
+                if held is None:
+                    got = snap.db.execute("SELECT doc FROM temp.vocab WHERE term = ?", (form,))
                     row = got.fetchone()
-                    self._vocab[form] = row[0] if row else 0
-                counts.append(self._vocab[form])
+                    held = row[0] if row else 0
+                    self._counts.put(snap.generation, ("term", form), held)
+                counts.append(held)
             out[i] = min(counts, default=0)
         return out
 
-    def _row_count(self) -> int:
-        if self._rows is None:
-            self._rows = self._db.execute("SELECT count(*) FROM sections").fetchone()[0]
-        return self._rows
+    def _row_count(self, snap: _Snapshot) -> int:
+        return self._count(snap, "sections")
 
-    def _snippets(self, terms: Sequence[str], keys: Sequence[int]) -> dict[int, str]:
+    def _count(self, snap: _Snapshot, table: str) -> int:
+        """Rows of `sections` or `documents`, cached between commits."""
+        held = self._counts.get(snap.generation, ("rows", table))
+        if held is None:
+            held = snap.db.execute(_COUNT_ROWS[table]).fetchone()[0]
+            self._counts.put(snap.generation, ("rows", table), held)
+        return held
+
+    def _snippets(
+        self, snap: _Snapshot, terms: Sequence[str], keys: Sequence[int]
+    ) -> dict[int, str]:
         """Row id -> snippet of its text around the query's words (matched through the
         index's own tokenizer, so `releases` lights up for `release`)."""
         if not keys:
             return {}
         wanted = {stem for stems in self._stemmer.stems(terms) for stem in stems}
-        ids = ",".join(str(int(k)) for k in keys)
         out: dict[int, str] = {}
-        for key, text in self._db.execute(f"SELECT rowid, body FROM fts WHERE rowid IN ({ids})"):
+        for key, text in snap.db.execute(
+            "SELECT fts.rowid, fts.body FROM json_each(?) AS keys"
+            " CROSS JOIN fts ON fts.rowid = keys.value",
+            (json.dumps(list(keys)),),
+        ):
             found = sorted({w for w in words(text)})
             hit_words = {
                 w
@@ -569,36 +725,56 @@ class _Judge:
         return self._verdicts[path]
 
 
+STEM_CACHE_WORDS = 200_000
+"""Words whose tokens the stemmer remembers (about 200 bytes each, 40 MB in all) before it
+starts over: a large world's whole vocabulary fits (the PEPs' section texts hold 33,000
+distinct words), and queries of ever fresh words cannot grow it further."""
+
+
 class _Stemmer:
     """The index's own tokenizer applied to query words (a scratch in-memory FTS5 table
     read back through fts5vocab), so de-duplication and term statistics see exactly the
-    tokens the index holds. Results are cached."""
+    tokens the index holds. Results are cached; any thread may call `stems`."""
 
     def __init__(self) -> None:
+        self._lock = threading.Lock()
+        """Guards the scratch connection; cache hits never take it."""
         self._db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
         self._db.execute(f"CREATE VIRTUAL TABLE scratch USING fts5 (x, tokenize = '{TOKENIZE}')")
         self._db.execute("CREATE VIRTUAL TABLE tokens USING fts5vocab (scratch, instance)")
         self._cache: dict[str, tuple[str, ...]] = {}
+        """Only ever added to or replaced whole, so a lookup needs no lock."""
 
     def stems(self, words: Sequence[str]) -> list[tuple[str, ...]]:
-        if len(self._cache) > 200_000:
-            self._cache.clear()
-        missing = sorted({w for w in words if w not in self._cache})
+        cache = self._cache
+        known = {w: cache[w] for w in words if w in cache}
+        missing = sorted({w for w in words if w not in known})
         if missing:
-            self._db.execute("BEGIN")
+            with self._lock:
+                fresh = self._tokenize(missing)
+                kept = {w: t for w, t in fresh.items() if len(w) <= MAX_CACHED_KEY}
+                if len(self._cache) + len(kept) > STEM_CACHE_WORDS:
+                    self._cache = {}
+                self._cache.update(kept)
+            known.update(fresh)
+        return [known[w] for w in words]
+
+    def _tokenize(self, words: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        self._db.execute("BEGIN")
+        try:
             self._db.executemany(
-                "INSERT INTO scratch (rowid, x) VALUES (?, ?)", enumerate(missing, start=1)
+                "INSERT INTO scratch (rowid, x) VALUES (?, ?)", enumerate(words, start=1)
             )
             found: dict[int, list[str]] = {}
             for doc, term in self._db.execute("SELECT doc, term FROM tokens ORDER BY doc, offset"):
                 found.setdefault(doc, []).append(term)
+        finally:
             self._db.execute("ROLLBACK")
-            for i, word in enumerate(missing, start=1):
-                self._cache[word] = tuple(found.get(i, ()))
-        return [self._cache[w] for w in words]
+        return {word: tuple(found.get(i, ())) for i, word in enumerate(words, start=1)}
 
     def close(self) -> None:
-        self._db.close()
+        with self._lock:
+            self._db.close()
 
 
 def _text(data: bytes) -> str:
