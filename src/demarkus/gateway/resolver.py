@@ -70,6 +70,10 @@ class GatewayResolver:
     def graph(self, target: Target) -> GraphStore:
         return self._graph
 
+    def within(self, target: Target) -> str | None:
+        """No narrowing: this caller's graph holds only what this caller has read."""
+        return None
+
     def close(self) -> None:
         self._graph.close()
 

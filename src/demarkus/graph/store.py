@@ -254,9 +254,13 @@ class GraphStore:
         """Edges to `url`, sorted by (source, rel)."""
         return self._edges("WHERE target = ? ORDER BY source, rel", (_query_url(url),))
 
-    def backlinks(self, url: str) -> list[Edge]:
-        """Edges to `url` (typed relations and plain links), sorted by source URL then rel."""
-        return self.incoming(url)
+    def backlinks(self, url: str, *, within: str | None = None) -> list[Edge]:
+        """Edges to `url` (typed relations and plain links), sorted by source URL then rel;
+        with `within` (a URL such as `mark://host/docs`), only those from under it."""
+        if within is None:
+            return self.incoming(url)
+        clause, params = _within_clause("source", within)
+        return self._edges(f"WHERE target = ?{clause} ORDER BY source, rel", (_query_url(url), *params))
 
     def neighborhood(
         self,
@@ -266,12 +270,15 @@ class GraphStore:
         relations: Sequence[str] | None = None,
         page_size: int = 10,
         cursor: str | None = None,
+        within: str | None = None,
     ) -> NeighborhoodPage:
         """One page of the distinct neighbours of `url`, sorted by URL, with their edges.
 
         `direction` is `incoming` (edges to `url`), `outgoing` (edges from it) or `both`
         (the union; a self-loop counts once, as incoming). `relations` keeps only those
-        exact predicates, `""` meaning plain body links; None keeps everything.
+        exact predicates, `""` meaning plain body links; None keeps everything. `within`
+        (a URL such as `mark://host/docs`) keeps only neighbours at or under it: the
+        graph is shared, and a caller confined to a scope sees nothing outside it.
 
         Raises:
             BadRequestError: bad direction, relations, page size or cursor.
@@ -294,7 +301,7 @@ class GraphStore:
         identity = _query_identity(center, direction, rels)
         after = None if cursor is None else _decode_cursor(cursor, identity)
 
-        query = _Neighbours(center, direction, rels)
+        query = _Neighbours(center, direction, rels, within)
         with self._lock:
             sql, params = query.page(after, page_size + 1)
             urls = [row[0] for row in self._conn.execute(sql, params)]
@@ -404,6 +411,12 @@ class _Transaction:
         self.conn.execute("COMMIT" if exc_type is None else "ROLLBACK")
 
 
+def _within_clause(column: str, within: str) -> tuple[str, tuple[str, ...]]:
+    """SQL keeping `column` at `within` or under it (a range, so the index still serves)."""
+    base = within.rstrip("/")
+    return f" AND ({column} = ? OR ({column} > ? AND {column} < ?))", (base, base + "/", base + "0")
+
+
 def _query_url(url: str) -> str:
     """Canonical node URL for a query; a malformed mark:// URL is queried as written."""
     try:
@@ -448,19 +461,27 @@ class _Neighbours:
     each side and subtracting the overlap (neighbours on both sides) is several times faster.
     """
 
-    def __init__(self, center: str, direction: str, rels: tuple[str, ...] | None) -> None:
+    def __init__(
+        self, center: str, direction: str, rels: tuple[str, ...] | None, within: str | None = None
+    ) -> None:
         self.center = center
         self.direction = direction
         self.rels = rels
+        self.within = within
+
+    def _inside(self, column: str) -> tuple[str, tuple[str, ...]]:
+        return _within_clause(column, self.within) if self.within is not None else ("", ())
 
     def _sides(self) -> list[tuple[str, str, tuple[str, ...]]]:
         """(neighbour column, WHERE clause, parameters) per side of the query."""
         rel_sql, rel_params = _rel_clause(self.rels)
         sides = []
         if self.direction in ("incoming", "both"):
-            sides.append(("source", f"target = ?{rel_sql}", (self.center, *rel_params)))
+            inside, inside_params = self._inside("source")
+            sides.append(("source", f"target = ?{rel_sql}{inside}", (self.center, *rel_params, *inside_params)))
         if self.direction in ("outgoing", "both"):
-            where, params = f"source = ?{rel_sql}", (self.center, *rel_params)
+            inside, inside_params = self._inside("target")
+            where, params = f"source = ?{rel_sql}{inside}", (self.center, *rel_params, *inside_params)
             if self.direction == "both":  # the self-loop was met on the incoming side
                 where, params = where + " AND target != ?", (*params, self.center)
             sides.append(("target", where, params))
@@ -497,13 +518,17 @@ class _Neighbours:
         if self.direction == "both":
             rel_o, rel_params = _rel_clause(self.rels, "o.")
             rel_i, _ = _rel_clause(self.rels, "i.")
+            inside, inside_params = self._inside("o.target")
             overlap = (
                 f"SELECT COUNT(DISTINCT o.target) FROM edges o "
-                f"WHERE o.source = ?{rel_o} AND o.target != ?{bound('o.target')} "
+                f"WHERE o.source = ?{rel_o}{inside} AND o.target != ?{bound('o.target')} "
                 f"AND EXISTS (SELECT 1 FROM edges i WHERE i.target = ? AND i.source = o.target"
                 f"{rel_i})"
             )
-            params = (self.center, *rel_params, self.center, *upto_params, self.center, *rel_params)
+            params = (
+                self.center, *rel_params, *inside_params, self.center, *upto_params,
+                self.center, *rel_params,
+            )
             queries.append((-1, overlap, params))
         return queries
 

@@ -6,6 +6,7 @@ Descriptions are prompts for a model: when to use the tool, what comes back, wha
 from __future__ import annotations
 
 import functools
+import hashlib
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -17,7 +18,7 @@ from pydantic import Field
 from ..backend import Backend
 from ..errors import BadRequestError, DemarkusError
 from ..graph import GraphStore
-from ..protocol import in_scope, normalize_scope, parse_mark_url, validate_path
+from ..protocol import canonical_path, in_scope, normalize_scope, parse_mark_url
 from .tools import Target, ToolFailure, Tools
 
 READ_TOOLS = ("mark_lookup", "mark_fetch", "mark_explore", "mark_list", "mark_versions", "mark_backlinks")
@@ -38,6 +39,11 @@ class LocalResolver:
     def graph(self, target: Target) -> GraphStore:
         return self._graph
 
+    def within(self, target: Target) -> str | None:
+        """The URL the scope allows (None for the whole authority): the relation graph is
+        shared with other sessions and scopes, so what it tells is narrowed to it."""
+        return None if self.scope == "/" else self.authority + self.scope
+
     def resolve(self, url: str) -> Target:
         text = url.strip()
         if not text:
@@ -54,7 +60,7 @@ class LocalResolver:
             path, _, anchor = text.partition("#")
         else:
             raise BadRequestError(f"`{text}` is not a path; start it with / (e.g. /index.md) or use {self.authority}/path")
-        validate_path(path)
+        path = canonical_path(path)
         if not in_scope(path, self.scope):
             raise BadRequestError(f"{path} is outside the allowed scope {self.scope}; use a path under {self.scope}")
         return Target(self.backend, path, anchor, path, self.authority + path, self.token)
@@ -196,11 +202,15 @@ def build_server(tools_for: Callable[[], Tools], *, name: str = "demarkus", inst
     return server
 
 
-def default_graph_path(root: Path | None, authority: str) -> Path:
-    """Embedded stores keep their graph beside the index; remote authorities under DEMARKUS_HOME."""
+def default_graph_path(root: Path | None, authority: str, token: str | None = None) -> Path:
+    """Embedded stores keep their graph beside the index; remote authorities under
+    DEMARKUS_HOME, one graph per token: what one token's reads taught the graph (titles
+    and links of documents only it may read) is never shown to a session with another."""
     from ..tls import demarkus_home
 
     if root is not None:
         return root / ".demarkus" / "graph.sqlite"
     safe = authority.replace("mark://", "").replace(":", "_").replace("/", "_").replace("[", "").replace("]", "")
+    if token:
+        safe += "-" + hashlib.sha256(token.encode("utf-8")).hexdigest()[:16]
     return demarkus_home() / "graph" / f"{safe}.sqlite"

@@ -88,6 +88,10 @@ class Resolver(Protocol):
 
     def graph(self, target: Target) -> GraphStore: ...
 
+    def within(self, target: Target) -> str | None:
+        """The URL graph answers are confined to (None: no narrowing)."""
+        ...
+
 
 def _now() -> datetime:
     return datetime.now(UTC)
@@ -257,7 +261,7 @@ class Tools:
         graph = self.resolver.graph(target)
         try:
             page = graph.neighborhood(target.node, direction=direction, relations=list(relations) if relations is not None else None,
-                                      page_size=page_size, cursor=cursor)
+                                      page_size=page_size, cursor=cursor, within=self.resolver.within(target))
         except (DemarkusError, ValueError) as exc:
             raise ToolFailure(str(exc)) from exc
         outline = parse_outline(response.body)
@@ -293,7 +297,7 @@ class Tools:
     async def backlinks(self, url: str) -> str:
         target = self._resolve(url)
         graph = self.resolver.graph(target)
-        edges = graph.backlinks(target.node)
+        edges = graph.backlinks(target.node, within=self.resolver.within(target))
         return render_backlinks(target.node, edges, graph.titles(e.source for e in edges))
 
     # --- mark_list / mark_versions --------------------------------------------------------
