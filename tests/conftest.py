@@ -98,12 +98,13 @@ def demo_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("demo-store")
     service = Service.open(root, trusted=True)
     asyncio.run(load_world(open_world(demo_world_path()), service))
+    service.close()  # gives the store back: tests start other processes on it
     pin_mtimes(root / "")
     return root
 
 
 def make_server(root: Path, *, authority: str = AUTHORITY, scope: str = "/", trusted: bool = False):  # type: ignore[no-untyped-def]
-    service = Service.open(root, trusted=trusted)
+    service = Service.open(root, trusted=trusted, writable=trusted)  # untrusted: no token file, no writes
     tools = Tools(LocalResolver(service, authority, GraphStore(None), scope=scope))
     return build_server(lambda: tools)
 

@@ -8,12 +8,13 @@ importance desc, modified desc, path asc.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from .errors import BadRequestError
-from .protocol import in_scope
+from .protocol import in_scope, parse_count
 
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 1000
@@ -80,10 +81,7 @@ def query_terms(query: str) -> list[str]:
     Raises:
         BadRequestError: an empty query or one with no term of at least two characters.
     """
-    terms: list[str] = []
-    for word in query.lower().split():
-        if word not in terms:
-            terms.append(word)
+    terms = list(dict.fromkeys(query.lower().split()))
     if not terms:
         raise BadRequestError("the query is empty; give at least one word of two or more characters, or `*`")
     if terms != ["*"] and all(len(t) < MIN_TERM for t in terms):
@@ -97,10 +95,7 @@ def query_terms(query: str) -> list[str]:
 def parse_limit(value: str | None) -> int:
     if value is None or value == "":
         return DEFAULT_LIMIT
-    try:
-        limit = int(value)
-    except ValueError:
-        raise BadRequestError(f"limit `{value}` is not a whole number; use 1 to {MAX_LIMIT}") from None
+    limit = parse_count("limit", value, f"use 1 to {MAX_LIMIT}")
     if limit < 1:
         raise BadRequestError(f"limit {limit} is below 1; use 1 to {MAX_LIMIT}, or omit it for {DEFAULT_LIMIT}")
     return min(limit, MAX_LIMIT)
@@ -176,28 +171,42 @@ def score(entry: CatalogEntry, terms: Iterable[str]) -> int:
 
 
 class Catalog:
-    """Current, non-archived documents by path; updated on every write."""
+    """Current, non-archived documents by path; updated on every write.
+
+    Safe from several threads: a query works on a snapshot of the entries taken under the
+    lock, so a write landing meanwhile never breaks its iteration."""
 
     def __init__(self) -> None:
         self._entries: dict[str, CatalogEntry] = {}
+        self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._entries)
 
     def put(self, entry: CatalogEntry) -> None:
-        self._entries[entry.path] = entry
+        with self._lock:
+            self._entries[entry.path] = entry
 
     def remove(self, path: str) -> None:
-        self._entries.pop(path, None)
+        with self._lock:
+            self._entries.pop(path, None)
 
     def get(self, path: str) -> CatalogEntry | None:
         return self._entries.get(path)
+
+    def _snapshot(self) -> list[CatalogEntry]:
+        with self._lock:
+            return list(self._entries.values())
 
     def active_folders(self, directory: str) -> set[str]:
         """Names of the folders right under `directory` that hold a current, non-archived
         document at some depth (one pass over the catalog)."""
         prefix = directory.rstrip("/") + "/"
-        return {path[len(prefix) :].split("/", 1)[0] for path in self._entries if path.startswith(prefix) and "/" in path[len(prefix) :]}
+        return {
+            e.path[len(prefix) :].split("/", 1)[0]
+            for e in self._snapshot()
+            if e.path.startswith(prefix) and "/" in e.path[len(prefix) :]
+        }
 
     def search(
         self,
@@ -210,7 +219,7 @@ class Catalog:
         """Matching entries in rank order; `visible` drops rows the caller may not read."""
         every = terms == ["*"]
         scored: list[tuple[int, CatalogEntry]] = []
-        for entry in self._entries.values():
+        for entry in self._snapshot():
             if not in_scope(entry.path, scope) or not flt.accepts(entry):
                 continue
             points = 1 if every else score(entry, terms)

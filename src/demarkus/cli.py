@@ -77,14 +77,20 @@ def with_target(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @contextlib.asynccontextmanager
-async def _open(target: str, root: Path | None, token: str | None, ca: Path | None, insecure: bool):  # type: ignore[no-untyped-def]
-    """Yield (backend, path) for a URL or a bare path in a local store."""
+async def _open(target: str, root: Path | None, token: str | None, ca: Path | None, insecure: bool,
+                writes: bool = False):  # type: ignore[no-untyped-def]
+    """Yield (backend, path) for a URL or a bare path in a local store; only a command that
+    `writes` claims the store (a read works beside the process that serves it)."""
     if root is not None:
         if target.startswith("mark://"):
             raise BadRequestError("give a bare path like /docs/a.md with --root, not a mark:// URL")
         if not root.is_dir():
             raise BadRequestError(f"--root {root} is not a directory")
-        yield Service.open(root, trusted=True), target
+        service = Service.open(root, trusted=True, writable=writes)
+        try:
+            yield service, target
+        finally:
+            service.close()
         return
     if not target.startswith("mark://"):
         raise BadRequestError(f"{target} is not a mark:// URL; pass --root STORE to use a local store")
@@ -108,9 +114,9 @@ def _emit(response: Response, *, show_meta: bool = False) -> None:
 
 
 def _verb(call: Callable[[Backend, str], Awaitable[Response]], target: str, root: Path | None,
-          token: str | None, ca: Path | None, insecure: bool, show_meta: bool) -> None:
+          token: str | None, ca: Path | None, insecure: bool, show_meta: bool, writes: bool = False) -> None:
     async def go() -> Response:
-        async with _open(target, root, token, ca, insecure) as (backend, path):
+        async with _open(target, root, token, ca, insecure, writes) as (backend, path):
             return await call(backend, path)
 
     _emit(_run(go()), show_meta=show_meta)
@@ -177,7 +183,7 @@ def publish(target: str, source: str, root: Path | None, token: str | None, ca: 
     """Publish SOURCE (a file, or - for stdin) as a new version of TARGET."""
     body, metadata = _read_body(source), _parse_pairs(pairs)
     _verb(lambda b, p: b.publish(p, body, metadata=metadata, expected_version=expected_version, token=token),
-          target, root, token, ca, insecure, True)
+          target, root, token, ca, insecure, True, writes=True)
 
 
 @main.command()
@@ -191,7 +197,7 @@ def append(target: str, source: str, root: Path | None, token: str | None, ca: P
     """Append SOURCE (a file, or - for stdin) to the end of TARGET."""
     body = _read_body(source)
     _verb(lambda b, p: b.append(p, body, expected_version=expected_version, token=token),
-          target, root, token, ca, insecure, True)
+          target, root, token, ca, insecure, True, writes=True)
 
 
 @main.command()
@@ -200,7 +206,7 @@ def append(target: str, source: str, root: Path | None, token: str | None, ca: P
 @_guard
 def archive(target: str, root: Path | None, token: str | None, ca: Path | None, insecure: bool) -> None:
     """Archive TARGET (publish an empty body to restore it)."""
-    _verb(lambda b, p: b.archive(p, token=token), target, root, token, ca, insecure, True)
+    _verb(lambda b, p: b.archive(p, token=token), target, root, token, ca, insecure, True, writes=True)
 
 
 @main.command()
@@ -254,10 +260,14 @@ def _print_listening(url: str, root: Path) -> None:
 @click.option("--cert", type=click.Path(exists=True, path_type=Path), help="TLS certificate (PEM); default: a development certificate.")
 @click.option("--key", type=click.Path(exists=True, path_type=Path), help="TLS private key (PEM).")
 @click.option("--log-json", is_flag=True, help="Write one JSON line per request to stderr.")
+@click.option("--create", is_flag=True, help="Create the store directory if it does not exist.")
 @_guard
-def serve(root: Path, host: str, port: int, tokens: Path | None, cert: Path | None, key: Path | None, log_json: bool) -> None:
+def serve(root: Path, host: str, port: int, tokens: Path | None, cert: Path | None, key: Path | None, log_json: bool,
+          create: bool) -> None:
     """Serve a store as a Mark authority over QUIC."""
     configure_logging("demarkus.access" if log_json else None)
+    if create:
+        root.mkdir(parents=True, exist_ok=True)
     service = Service.open(root, tokens=tokens)
     _run(_serve(service, host, port, cert, key, lambda url: _print_listening(url, root)))
 
@@ -431,13 +441,14 @@ def mcp_command(host_url: str | None, root: Path | None, authority: str, scope: 
         if root is not None:
             if not root.is_dir():
                 raise BadRequestError(f"--root {root} is not a directory")
-            backend, identity = Service.open(root, trusted=not read_only), parse_mark_url(authority).authority
+            backend = Service.open(root, trusted=not read_only, writable=not read_only)
+            identity = parse_mark_url(authority).authority
         else:
             assert host_url is not None
             url = parse_mark_url(host_url)
             client = Client(url.authority, token=token, ca=ca, insecure=insecure)
             backend, identity = client, url.authority
-        graph_path = default_graph_path(root, identity)
+        graph_path = default_graph_path(root, identity, token if root is None else None)
         graph_path.parent.mkdir(parents=True, exist_ok=True)
         graph = GraphStore(graph_path)
         tools = Tools(LocalResolver(backend, identity, graph, token=token, scope=scope))
@@ -465,18 +476,21 @@ def index_group() -> None:
 @click.option("--root", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path), help="Store directory.")
 @_guard
 def index_rebuild(root: Path) -> None:
-    """Rebuild the section index of an existing store from its current documents."""
-    from .index import rebuild
-    from .service import open_index
+    """Recreate the section index of an existing store from its current documents (the
+    index is derived data: a damaged one is replaced, nothing is lost)."""
+    from .index import SectionIndex, rebuild
+    from .service import INDEX_FILE
     from .store import FileStore
+    from .store.owner import claim
 
-    store = FileStore(root)
-    index = open_index(root)
-    try:
-        with index.bulk():
-            sections = rebuild(index, store)
-    finally:
-        index.close()
+    with claim(root):  # no server may write the store meanwhile
+        store = FileStore(root)
+        index = SectionIndex.recreate(root / INDEX_FILE)
+        try:
+            with index.bulk():
+                sections = rebuild(index, store)
+        finally:
+            index.close()
     click.echo(f"indexed {sections} sections of {len(store.documents())} documents", err=True)
 
 

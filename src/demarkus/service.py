@@ -6,12 +6,17 @@ of every failure comes from the error's class (see `errors.py`).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
+import errno
 import logging
 import re
 import threading
+import time
+import weakref
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -34,28 +39,38 @@ from .errors import (
 )
 from .protocol import (
     MAX_BODY,
+    MAX_QUERY_TERMS,
     Request,
     Response,
     Status,
     Verb,
+    canonical_path,
     error_response,
     normalize_scope,
+    parse_count,
     publisher_metadata,
     response_for_error,
-    validate_path,
     validate_publisher_metadata,
 )
 from .render import ListingEntry, LookupRow, format_time, render_listing, render_lookup, render_versions
-from .index import Index, SectionIndex, reconcile
+from .index import Index, SectionIndex, content_words, reconcile
 from .store import FileStore, StoredVersion
+from .store.owner import StoreOwner, claim, held_elsewhere
 
 log = logging.getLogger("demarkus.service")
 
 HEALTH_BODY = b"# Health Check\n\nServer is healthy.\n"
 MANIFEST_PATH = "/.well-known/agent-manifest.md"
 MAX_PAGE = 1000
+WORKERS = 4
+"""Threads that answer requests. SQLite and file reads release the GIL, so a slow lookup
+and quick fetches overlap on two cores; more threads would only queue behind the GIL."""
+INDEX_RETRY = 1.0
+"""Seconds between attempts to bring a section index that failed (a full disk) back in
+step: often enough to catch up soon after space returns, rarely enough to cost nothing."""
 _VERSION_SEGMENT = re.compile(r"v([1-9][0-9]{0,8})")
 _HASH_PATH = re.compile(r"/sha256-([0-9a-f]{64})")
+_DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 
 def _utcnow() -> datetime:
@@ -69,12 +84,10 @@ def _parse_expected(value: str | None, *, required: bool) -> int | None:
                 "APPEND needs `expected-version`: the version you read (see VERSIONS `current`)"
             )
         return None
-    if not value.isdigit():
-        raise BadRequestError(
-            f"expected-version `{value}` is not a whole number; use 0 to create a new document "
-            "or the current version number to update it"
-        )
-    number = int(value)
+    number = parse_count(
+        "expected-version", value,
+        "use 0 to create a new document or the current version number to update it",
+    )
     if required and number < 1:
         raise BadRequestError("APPEND needs expected-version 1 or higher: the version you read")
     return number
@@ -91,7 +104,13 @@ def open_index(root: Path) -> SectionIndex:
 
 
 class Service(VerbMethods):
-    """The authority's behaviour. `trusted` skips token checks, for the store's own owner."""
+    """The authority's behaviour. `trusted` skips token checks, for the store's own owner.
+
+    `handle` is safe from several threads at once: writes take one lock, reads take none
+    (version files are immutable, the catalog and the section index guard themselves).
+    `request`, the async seam, runs `handle` on a small pool of worker threads, so a slow
+    request never stalls the event loop that serves everyone else. `writable=False`
+    refuses every write (a reader beside the process that owns the store)."""
 
     def __init__(
         self,
@@ -101,6 +120,8 @@ class Service(VerbMethods):
         trusted: bool = False,
         clock: Callable[[], datetime] = _utcnow,
         index: Index | None = None,
+        writable: bool = True,
+        owner: StoreOwner | None = None,
     ) -> None:
         self.store = store
         self.authorizer = authorizer or Authorizer(None)
@@ -108,22 +129,62 @@ class Service(VerbMethods):
         self.clock = clock
         self.catalog = Catalog()
         self.index = index
+        self.writable = writable
+        # The claim ends with close(), or when the service is dropped without one.
+        self._release = weakref.finalize(self, owner.release) if owner is not None else None
         self._defer_index = False
         self._lock = threading.RLock()
+        self._behind: set[str] = set()
+        """Documents the section index failed to take in (a full disk); retried."""
+        self._retry_at = 0.0
+        self._workers: ThreadPoolExecutor | None = None
         for path in store.documents():
             self._refresh_catalog(path)
 
     @classmethod
-    def open(cls, root: Path, *, tokens: Path | None = None, trusted: bool = False) -> Service:
-        """A service over a store directory, with its section index in `root/.demarkus/`."""
-        store = FileStore(Path(root))
-        index = open_index(Path(root))
-        reconcile(index, store)
-        return cls(store, Authorizer(tokens) if tokens else None, trusted=trusted, index=index)
+    def open(
+        cls, root: Path, *, tokens: Path | None = None, trusted: bool = False, writable: bool = True
+    ) -> Service:
+        """A service over a store directory, with its section index in `root/.demarkus/`.
+
+        A writable service claims the store (see `store.owner`); a read-only one leaves
+        the index to the process that owns the store, if any.
+
+        Raises:
+            ConfigError: another process writes this store, or the token file is invalid.
+            NotFoundError: `root` is not a directory.
+        """
+        root = Path(root)
+        if not root.is_dir():
+            raise NotFoundError(
+                f"the store {root} does not exist; create the directory first (or pass "
+                "--create to demarkus serve)"
+            )
+        authorizer = Authorizer(tokens) if tokens else None
+        owner = claim(root) if writable else None
+        try:
+            store = FileStore(root)
+            index = open_index(root)
+            try:
+                if owner is not None or not held_elsewhere(root):
+                    reconcile(index, store)
+            except BaseException:
+                index.close()
+                raise
+        except BaseException:
+            if owner is not None:
+                owner.release()
+            raise
+        return cls(store, authorizer, trusted=trusted, index=index, writable=writable, owner=owner)
 
     def close(self) -> None:
+        if self._workers is not None:
+            self._workers.shutdown(wait=True)
+            self._workers = None
         if self.index is not None:
             self.index.close()
+        if self._release is not None:
+            self._release()
 
     @contextlib.contextmanager
     def deferred_index(self) -> Iterator[None]:
@@ -141,23 +202,41 @@ class Service(VerbMethods):
     # --- the seam -------------------------------------------------------------------------
 
     async def request(self, request: Request) -> Response:
-        return self.handle(request)
+        """`handle` on a worker thread: the caller's event loop stays free meanwhile."""
+        if self._workers is None:
+            with self._lock:
+                if self._workers is None:
+                    self._workers = ThreadPoolExecutor(WORKERS, thread_name_prefix="demarkus-service")
+        return await asyncio.get_running_loop().run_in_executor(self._workers, self.handle, request)
 
     def handle(self, request: Request) -> Response:
         """Answer one request; every failure becomes a status with an explanatory body."""
         try:
-            validate_path(request.path)
+            canonical_path(request.path)  # a Request is canonical; this guards hand-made ones
+            self._catch_up()
             handler = self._handlers[request.verb]
             return handler(self, request)
         except DemarkusError as exc:
             return response_for_error(exc)
-        except Exception:  # the top of a request: log it, answer, keep serving
-            log.exception("request failed: %s %s", request.verb, request.path)
+        except OSError as exc:
+            if exc.errno not in _DISK_FULL:
+                return self._failed(request)
+            log.error("disk full while answering %s %s: %s", request.verb, request.path, exc)
             return error_response(
                 Status.SERVER_ERROR,
-                "The server failed while answering this request. Retry once; if it fails again, "
-                "report it to the authority's operator.",
+                "The authority's disk is full, so nothing was stored. Retry after its "
+                "operator has freed space.",
             )
+        except Exception:  # the top of a request: log it, answer, keep serving
+            return self._failed(request)
+
+    def _failed(self, request: Request) -> Response:
+        log.exception("request failed: %s %s", request.verb, request.path[:200])
+        return error_response(
+            Status.SERVER_ERROR,
+            "The server failed while answering this request. Retry once; if it fails again, "
+            "report it to the authority's operator.",
+        )
 
     # --- auth -----------------------------------------------------------------------------
 
@@ -166,6 +245,11 @@ class Service(VerbMethods):
             self.authorizer.check_read(token, path)
 
     def _check_write(self, token: str | None, path: str) -> None:
+        if not self.writable:
+            raise NotPermittedError(
+                f"this store was opened read-only, so {path} cannot be changed here; send "
+                "the write to the authority that serves the store"
+            )
         if not self.trusted:
             self.authorizer.check_write(token, path)
 
@@ -193,15 +277,51 @@ class Service(VerbMethods):
         self.catalog.put(make_entry(path, doc.metadata, doc.body, doc.modified))
         return doc
 
-    def _refresh(self, path: str) -> None:
-        """Bring the catalog and the section index in step with the store after a write."""
+    def _refresh(self, path: str) -> bool:
+        """Bring the catalog and the section index in step with the store after a write.
+
+        The store holds the truth and the write there is done: when the index cannot take
+        it in (a full disk), the write still stands, the document is remembered, and the
+        index catches up by itself (`_catch_up`). Returns False while it is behind."""
         doc = self._refresh_catalog(path)
         if self.index is None or self._defer_index:
+            return True
+        try:
+            if doc is None:
+                self.index.remove(path)
+            else:
+                self.index.update(path, doc.version, doc.metadata, doc.body, doc.modified)
+        except Exception as exc:  # derived data: never undo an acknowledged write for it
+            if path not in self._behind:
+                log.error("the section index could not take in %s (%s); it will catch up", path, exc)
+            self._behind.add(path)
+            self._retry_at = time.monotonic() + INDEX_RETRY
+            return False
+        self._behind.discard(path)
+        return True
+
+    def _catch_up(self) -> None:
+        """Retry the documents the section index missed, at most once per `INDEX_RETRY`."""
+        if not self._behind or time.monotonic() < self._retry_at:
             return
-        if doc is None:
-            self.index.remove(path)
-        else:
-            self.index.update(path, doc.version, doc.metadata, doc.body, doc.modified)
+        with self._lock:
+            for path in sorted(self._behind):
+                if not self._refresh(path):
+                    return
+            log.info("the section index caught up")
+
+    @staticmethod
+    def _written(status: str, doc: StoredVersion, indexed: bool, **meta: str) -> Response:
+        """A write's answer; while the index is behind, its body says so (the truth)."""
+        meta = {"version": str(doc.version), **(meta or {"modified": format_time(doc.modified)})}
+        if indexed:
+            return Response(status, meta)
+        note = (
+            f"\n# Stored, index behind\n\nVersion {doc.version} of {doc.path} is stored. The "
+            "section index could not take it in yet, so body lookups may miss it until it "
+            "catches up by itself; do not send it again.\n"
+        )
+        return Response(status, meta, note.encode("utf-8"))
 
     # --- FETCH ----------------------------------------------------------------------------
 
@@ -211,14 +331,16 @@ class Service(VerbMethods):
             return Response(Status.OK, {}, HEALTH_BODY)
         hashed = _HASH_PATH.fullmatch(path)
         if hashed:
-            target = self.store.resolve_hash(f"sha256-{hashed.group(1)}")
-            if target is None:
+            digest = f"sha256-{hashed.group(1)}"
+            target = self.store.resolve_hash(digest)
+            doc = self.store.read(target) if target is not None else None
+            if doc is None or doc.content_hash != digest:  # a content address never serves other bytes
                 raise NotFoundError(
-                    f"no current document has content hash sha256-{hashed.group(1)}; "
+                    f"no current document has content hash {digest}; "
                     "it may have changed or been archived; fetch it by path instead"
                 )
             self._check_read(token, target)
-            return self._document_response(self.store.read(target), request)
+            return self._document_response(doc, request)
         pinned = self._split_version(path)
         if pinned is not None:
             base, number = pinned
@@ -305,10 +427,10 @@ class Service(VerbMethods):
         include_archived = meta.get("include-archived", "").lower() == "true"
         page_size = MAX_PAGE
         if meta.get("page-size"):
-            text = meta["page-size"]
-            if not text.isdigit() or not 1 <= int(text) <= MAX_PAGE:
-                raise BadRequestError(f"page-size `{text}` must be a whole number from 1 to {MAX_PAGE}")
-            page_size = int(text)
+            usage = f"use a whole number from 1 to {MAX_PAGE}"
+            page_size = parse_count("page-size", meta["page-size"], usage)
+            if not 1 <= page_size <= MAX_PAGE:
+                raise BadRequestError(f"page-size `{page_size}` is out of range; {usage}")
         after = ""
         if meta.get("cursor"):
             text = meta["cursor"]
@@ -374,10 +496,9 @@ class Service(VerbMethods):
             if not request.body:
                 return self._publish_empty(path)
             result = self.store.write(path, request.body, meta, expected)
-            self._refresh(path)
-        doc = result.document
+            indexed = self._refresh(path) if result.changed else path not in self._behind
         status = Status.CREATED if result.changed else Status.OK
-        return Response(status, {"version": str(doc.version), "modified": format_time(doc.modified)})
+        return self._written(status, result.document, indexed)
 
     def _publish_empty(self, path: str) -> Response:
         """An empty body restores an archived document and is a no-op on an active one."""
@@ -387,10 +508,11 @@ class Service(VerbMethods):
                 "Send a non-empty markdown body to create it"
             )
         doc = self.store.read(path)
+        indexed = path not in self._behind
         if doc.archived:
             doc = self.store.unarchive(path)
-            self._refresh(path)
-        return Response(Status.OK, {"version": str(doc.version), "modified": format_time(doc.modified)})
+            indexed = self._refresh(path)
+        return self._written(Status.OK, doc, indexed)
 
     def _append(self, request: Request) -> Response:
         path, token = request.path, request.metadata.get("auth")
@@ -414,17 +536,16 @@ class Service(VerbMethods):
                     f"{MAX_BODY} bytes; start a new document and link it"
                 )
             result = self.store.write(path, body, current.metadata, expected)
-            self._refresh(path)
-        doc = result.document
-        return Response(Status.CREATED, {"version": str(doc.version), "modified": format_time(doc.modified)})
+            indexed = self._refresh(path)
+        return self._written(Status.CREATED, result.document, indexed)
 
     def _archive(self, request: Request) -> Response:
         path, token = request.path, request.metadata.get("auth")
         self._check_write(token, path)
         with self._lock:
             doc = self.store.archive(path)
-            self._refresh(path)
-        return Response(Status.OK, {"version": str(doc.version), "archived": "true"})
+            indexed = self._refresh(path)
+        return self._written(Status.OK, doc, indexed, archived="true")
 
     # --- LOOKUP ---------------------------------------------------------------------------
 
@@ -432,14 +553,22 @@ class Service(VerbMethods):
         meta = request.metadata
         token = meta.get("auth")
         query = meta.get("query", "").strip()
-        terms = query_terms(query)
         flt = parse_filter(meta.get("filter"))
         limit = parse_limit(meta.get("limit"))
         match = meta.get("match", "catalog") or "catalog"
         if match not in ("catalog", "body"):
             raise BadRequestError(f"match `{match}` is unknown; use `catalog` (tags and titles) or `body` (section text)")
         scope = normalize_scope(request.path)
-        if match == "body" and self.index is not None and terms != ["*"]:
+        terms = query_terms(query)
+        body_match = match == "body" and self.index is not None and terms != ["*"]
+        searched = len(content_words(query)) if body_match else len(terms)
+        if searched > MAX_QUERY_TERMS:
+            raise BadRequestError(
+                f"the query has {searched} distinct {'content ' if body_match else ''}words; at most "
+                f"{MAX_QUERY_TERMS} are searched; keep the words that name what you are looking for"
+            )
+        if body_match:
+            assert self.index is not None
             hits = self.index.search(query, scope, limit=limit, flt=flt, visible=self._readable(token))
             rows = [LookupRow(h.path, h.importance, h.title, h.tags, h.anchor, h.heading, h.snippet) for h in hits]
             body = render_lookup(query, scope, rows, body_match=True)

@@ -19,7 +19,7 @@ def served(tmp_path: Path):
     auth.add_grant(tokens, "writer", writer, ["/**"], ["publish"])
     root = tmp_path / "store"
     env = {"DEMARKUS_HOME": os.environ["DEMARKUS_HOME"]}
-    with running([*DEMARKUS, "serve", "--root", str(root), "--port", "0", "--tokens", str(tokens)], env=env) as (proc, url):
+    with running([*DEMARKUS, "serve", "--root", str(root), "--create", "--port", "0", "--tokens", str(tokens)], env=env) as (proc, url):
         yield url, writer, env
 
 

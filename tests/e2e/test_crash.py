@@ -19,7 +19,7 @@ from .processes import DEMARKUS, running
 
 
 def _serve_args(root: Path, tokens: Path) -> list[str]:
-    return [*DEMARKUS, "serve", "--root", str(root), "--port", "0", "--tokens", str(tokens)]
+    return [*DEMARKUS, "serve", "--root", str(root), "--create", "--port", "0", "--tokens", str(tokens)]
 
 
 @pytest.fixture

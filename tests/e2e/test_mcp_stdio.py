@@ -43,7 +43,7 @@ def mcp_params(url: str, cert: Path, home: str) -> StdioServerParameters:
 
 async def test_stdio_server_over_quic_answers_like_the_in_process_server(demo_root: Path, tls_files, tmp_path: Path):
     cert, key = tls_files
-    async with serve_mark(Service.open(demo_root), port=0, cert=cert, key=key) as server:
+    async with serve_mark(Service.open(demo_root, writable=False), port=0, cert=cert, key=key) as server:
         url = f"mark://localhost:{server.port}"
         async with Client(mcp_params(url, cert, str(tmp_path / "home"))) as remote:
             tools = sorted(t.name for t in (await remote.list_tools()).tools)

@@ -82,7 +82,7 @@ async def test_a_caller_over_its_rate_gets_a_tool_error_until_the_bucket_refills
 
 
 async def test_requests_over_the_upstream_bound_get_a_clear_tool_error(demo_root: Path):
-    held = Held(Service.open(demo_root))
+    held = Held(Service.open(demo_root, writable=False))
     config = make_config({"demo": {"root": demo_root}}, {"agent": {"token": TOKEN, "read": ["demo"]}},
                          max_upstream=1, upstream_wait=0)
     async with serving(create_app(config, backends={"demo": held})) as app:
