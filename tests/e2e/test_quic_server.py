@@ -155,5 +155,5 @@ async def test_a_client_that_stops_reading_an_answer_is_no_error_and_the_connect
         await asyncio.sleep(0.1)
         assert server._server is not None  # the bookkeeping of stopped streams does not grow
         connections = list(server._server._protocols.values())
-        assert connections and all(not c.answering and not c.stopped for c in connections)
+        assert connections and all(c.streams == 0 for c in connections)
     assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")], caplog.text

@@ -1,7 +1,15 @@
 """The Mark Protocol over QUIC: one request per bidirectional stream, answered by a Service.
 
-The client writes the whole request and closes its side; the server reads to the end
-(bounded by the protocol limits), answers, and closes. All behaviour lives in the service.
+The client writes the whole request and closes its side; the server collects it (bounded
+by the protocol limits and by `streams`' bounds on what a connection and the server may
+hold), answers, and closes. All behaviour lives in the service.
+
+The server does not use aioquic's stream readers: aioquic raises a stream's flow-control
+credit as data arrives, not as it is read, so a reader nobody reads after a refusal
+buffers whatever the client keeps sending, and aioquic keeps every reader until the
+connection closes. Here each stream's bytes go to its record in an `Intake` as they
+arrive; a refused stream is answered, the client is asked to stop (STOP_SENDING), and
+whatever still arrives on it is dropped.
 """
 
 from __future__ import annotations
@@ -20,11 +28,10 @@ from aioquic.asyncio import serve
 from aioquic.asyncio.protocol import QuicConnectionProtocol
 from aioquic.asyncio.server import QuicServer
 from aioquic.quic import events
+from aioquic.quic.connection import QuicConnection
 
-from ..errors import BadRequestError, DemarkusError
+from ..errors import BadRequestError, DemarkusError, ServerError
 from ..protocol import (
-    MAX_REQUEST,
-    MAX_REQUEST_LINE,
     Response,
     Status,
     encode_response,
@@ -34,6 +41,7 @@ from ..protocol import (
 )
 from ..service import Service
 from ..tls import server_configuration
+from .streams import Budget, Intake, Refusal
 
 log = logging.getLogger("demarkus.server")
 access = logging.getLogger("demarkus.access")
@@ -41,44 +49,137 @@ access = logging.getLogger("demarkus.access")
 READ_TIMEOUT = 30.0
 """Seconds a client may take to send its whole request."""
 SHUTDOWN_GRACE = 5.0
+"""Seconds `close()` waits for the requests in flight to be answered."""
+REFUSED = 0
+"""Application error code of the STOP_SENDING that follows a refusal: the answer on the
+stream already says why."""
 
 
 class _Connection(QuicConnectionProtocol):
-    """One client's connection. It knows which streams still wait for their answer, and
-    which of those the client stopped (STOP_SENDING, e.g. after it gave up waiting):
-    nobody reads those, and aioquic refuses to write on them. A STOP_SENDING may come
-    before the stream's first data; one for a stream already answered is not kept."""
+    """One client's connection: its streams' bytes go to an `Intake`, and each complete
+    request is answered by a task. A stream the client stopped (STOP_SENDING, e.g. after
+    it gave up waiting) gets no answer: aioquic has reset our side of it and refuses the
+    write, and nobody would read it."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.answering: set[int] = set()
-        self.stopped: set[int] = set()
-        self.highest = -1
-        """The highest stream id that has begun (a client's stream ids only grow)."""
+    def __init__(self, quic: QuicConnection, server: MarkServer) -> None:
+        super().__init__(quic)
+        self._server = server
+        self.intake = Intake(server.budget)
+        self._arriving: dict[int, tuple[float, asyncio.TimerHandle]] = {}
+        """Streams still arriving: when each began (perf_counter, for the access log) and
+        the timer that refuses it after READ_TIMEOUT."""
+        self._answering: dict[int, asyncio.Task[None]] = {}
 
-    def begin(self, stream_id: int) -> None:
-        self.answering.add(stream_id)
-        self.highest = max(self.highest, stream_id)
-
-    def end(self, stream_id: int) -> None:
-        self.answering.discard(stream_id)
-        self.stopped.discard(stream_id)
+    @property
+    def streams(self) -> int:
+        """Per-stream entries this connection holds now, of every kind."""
+        return len(self.intake) + len(self._arriving) + len(self._answering)
 
     def quic_event_received(self, event: events.QuicEvent) -> None:
-        if isinstance(event, events.StopSendingReceived) and (
-            event.stream_id in self.answering or event.stream_id > self.highest
-        ):
-            self.stopped.add(event.stream_id)
-        super().quic_event_received(event)
+        # aioquic's own handling (stream readers) is deliberately not called.
+        if isinstance(event, events.StreamDataReceived):
+            self._received(event.stream_id, event.data, event.end_stream)
+        elif isinstance(event, events.StreamReset):
+            if self.intake.reset(event.stream_id):
+                self._forget(event.stream_id)
+                self._server.settle()
+        elif isinstance(event, events.ConnectionTerminated):
+            self._terminated()
 
+    def _received(self, stream_id: int, data: bytes, end: bool) -> None:
+        if not self.intake.knows(stream_id):
+            if self._server.closing:
+                shutting_down = ServerError("The server is shutting down. Retry in a moment.")
+                self._refuse(stream_id, self.intake.refuse(stream_id, shutting_down, end),
+                             time.perf_counter())
+                return
+            timer = self._loop.call_later(READ_TIMEOUT, self._expire, stream_id)
+            self._arriving[stream_id] = (time.perf_counter(), timer)
+        outcome = self.intake.receive(stream_id, data, end)
+        if outcome is None:
+            return
+        started = self._forget(stream_id)
+        if isinstance(outcome, Refusal):
+            self._refuse(stream_id, outcome, started)
+            self._server.settle()
+        else:
+            task = asyncio.ensure_future(self._answer(stream_id, outcome, started))
+            self._answering[stream_id] = task
 
-def _stream(writer: asyncio.StreamWriter) -> tuple[_Connection, int] | None:
-    """The connection and stream id behind an aioquic stream writer."""
-    transport = writer.transport
-    connection = getattr(transport, "protocol", None)
-    if not isinstance(connection, _Connection):
-        return None
-    return connection, transport.get_extra_info("stream_id")
+    def _expire(self, stream_id: int) -> None:
+        refusal = self.intake.expire(
+            stream_id,
+            BadRequestError(
+                f"The request was not complete within {READ_TIMEOUT:.0f} seconds. "
+                "Send the whole request, then close the stream."
+            ),
+        )
+        if refusal is not None:
+            self._refuse(stream_id, refusal, self._forget(stream_id))
+            self._server.settle()
+
+    def _forget(self, stream_id: int) -> float:
+        """The stream is no longer arriving: drop its timer; returns when it began."""
+        arriving = self._arriving.pop(stream_id, None)
+        if arriving is None:
+            return time.perf_counter()
+        started, timer = arriving
+        timer.cancel()
+        return started
+
+    def _refuse(self, stream_id: int, refusal: Refusal, started: float) -> None:
+        """Answer a refused stream and, if the client is still sending, ask it to stop."""
+        response = response_for_error(refusal.error)
+        sent = self._send(stream_id, response)
+        if not refusal.finished:
+            with contextlib.suppress(ValueError):  # the stream is already gone
+                self._quic.stop_stream(stream_id, REFUSED)
+            self.transmit()
+        if sent:
+            _log_access("-", "-", response, started)
+
+    async def _answer(self, stream_id: int, data: bytes, started: float) -> None:
+        verb, path = "-", "-"
+        try:
+            try:
+                request = parse_request(data)
+                del data  # the parsed request holds what is needed while it is answered
+                verb, path = request.verb.value, request.path
+                response = await self._server.service.request(request)
+            except DemarkusError as exc:  # malformed input: an answer, not a failure
+                response = response_for_error(exc)
+            except Exception:  # the top of a stream: log it and keep serving the others
+                log.exception("%s %s failed", verb, path)
+                response = error_response(
+                    Status.SERVER_ERROR, "The server failed to answer this request. Retry it."
+                )
+            if not self._send(stream_id, response):
+                log.info("%s %s: the client stopped the stream; the answer was not sent", verb, path)
+                return
+            _log_access(verb, path, response, started)
+        finally:
+            self._answering.pop(stream_id, None)
+            self.intake.finish(stream_id)
+            self._server.settle()
+
+    def _send(self, stream_id: int, response: Response) -> bool:
+        """Write a whole answer and finish the stream; False if the client stopped it."""
+        try:
+            self._quic.send_stream_data(stream_id, encode_response(response), end_stream=True)
+        except (RuntimeError, ValueError):  # reset after a STOP_SENDING, or already gone
+            return False
+        self.transmit()
+        return True
+
+    def _terminated(self) -> None:
+        """The connection ended: nothing of it is kept, and no answer is awaited."""
+        for _, timer in self._arriving.values():
+            timer.cancel()
+        self._arriving.clear()
+        for task in self._answering.values():
+            task.cancel()
+        self.intake.close()
+        self._server.settle()
 
 
 class MarkServer:
@@ -90,8 +191,10 @@ class MarkServer:
         self._requested_port = port
         self._cert, self._key = cert, key
         self._server: QuicServer | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._closing = False
+        self.budget = Budget()
+        """What every connection holds together (see `streams`)."""
+        self.closing = False
+        self._settled: asyncio.Event | None = None
 
     @property
     def port(self) -> int:
@@ -104,92 +207,33 @@ class MarkServer:
         return f"mark://{host}:{self.port}"
 
     async def start(self) -> None:
+        def create_protocol(quic: QuicConnection, **_: Any) -> _Connection:
+            return _Connection(quic, self)
+
+        self._settled = asyncio.Event()
         self._server = await serve(
             self.host,
             self._requested_port,
             configuration=server_configuration(self._cert, self._key),
-            create_protocol=_Connection,
-            stream_handler=self._spawn,
+            create_protocol=create_protocol,
         )
 
-    def _spawn(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        # aioquic calls this synchronously; the work runs as a task we can wait for on close.
-        stream = _stream(writer)
-        if stream is not None:
-            stream[0].begin(stream[1])
-        task = asyncio.ensure_future(self._handle(reader, writer, stream))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                      stream: tuple[_Connection, int] | None) -> None:
-        started = time.perf_counter()
-        verb, path = "-", "-"
-        try:
-            if self._closing:
-                response = error_response(
-                    Status.SERVER_ERROR, "The server is shutting down. Retry in a moment."
-                )
-            else:
-                try:
-                    async with asyncio.timeout(READ_TIMEOUT):
-                        data = await _read_request(reader)
-                    request = parse_request(data)
-                    verb, path = request.verb.value, request.path
-                    response = self.service.handle(request)
-                except DemarkusError as exc:
-                    response = response_for_error(exc)
-                except TimeoutError:
-                    response = error_response(
-                        Status.BAD_REQUEST,
-                        f"The request was not complete within {READ_TIMEOUT:.0f} seconds. "
-                        "Send the whole request, then close the stream.",
-                    )
-            if stream is not None and stream[1] in stream[0].stopped:
-                log.info("%s %s: the client stopped the stream; the answer was not sent", verb, path)
-                with contextlib.suppress(RuntimeError):  # marks our side done; aioquic refuses the FIN
-                    writer.write_eof()
-                return
-            writer.write(encode_response(response))
-            writer.write_eof()
-            _log_access(verb, path, response, started)
-        except Exception:  # the top of a stream: log it and keep serving the others
-            log.exception("stream failed")
-        finally:
-            if stream is not None:
-                stream[0].end(stream[1])
+    def settle(self) -> None:
+        """Called whenever a request is done: wakes `close()` once none is left."""
+        if self._settled is not None and self.budget.streams == 0:
+            self._settled.set()
 
     async def close(self) -> None:
         """Finish in-flight requests (bounded), then close every connection."""
-        self._closing = True
-        if self._tasks:
-            await asyncio.wait(set(self._tasks), timeout=SHUTDOWN_GRACE)
+        self.closing = True
+        if self._settled is not None and self.budget.streams:
+            self._settled.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._settled.wait(), SHUTDOWN_GRACE)
         if self._server is not None:
             self._server.close()
             self._server = None
             await asyncio.sleep(0)  # the datagram transport releases its socket on the next tick
-
-
-async def _read_request(reader: asyncio.StreamReader) -> bytes:
-    """Read to end of stream, refusing early when a limit is already broken."""
-    chunks: list[bytes] = []
-    total = 0
-    seen_newline = False
-    while True:
-        chunk = await reader.read(65536)
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
-        total += len(chunk)
-        if not seen_newline:
-            seen_newline = b"\n" in chunk
-            if not seen_newline and total > MAX_REQUEST_LINE:
-                raise BadRequestError(f"the request line exceeds {MAX_REQUEST_LINE} bytes")
-        if total > MAX_REQUEST:
-            raise BadRequestError(
-                "the request is larger than the protocol allows (64 KiB of metadata plus a "
-                "1 MiB body); split the document"
-            )
 
 
 def _log_access(verb: str, path: str, response: Response, started: float) -> None:
