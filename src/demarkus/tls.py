@@ -2,7 +2,8 @@
 
 QUIC always runs TLS 1.3 with ALPN `mark`. A server without a configured certificate makes
 a self-signed EC P-256 one for localhost, 127.0.0.1 and ::1, and local clients trust it by
-reading the same file (`$DEMARKUS_HOME/tls/dev-cert.pem`).
+reading the same file (`$DEMARKUS_HOME/tls/dev-cert.pem`). A client that does not find it
+(another home) refuses the certificate; `trust_advice` says what it trusted and what to pass.
 """
 
 from __future__ import annotations
@@ -26,6 +27,12 @@ DEV_CERT = "dev-cert.pem"
 DEV_KEY = "dev-key.pem"
 WINDOW = 8 * 1024 * 1024
 """Flow-control windows large enough for a 1 MiB document plus metadata in one go."""
+CRYPTO_ERROR = 0x100
+"""QUIC closes a connection over a TLS alert with this code plus the alert's number
+(RFC 9001 section 4.8)."""
+CERTIFICATE_ALERTS = frozenset({42, 43, 44, 45, 46, 48})
+"""TLS alerts that say a certificate was not accepted (RFC 8446 section 6.2): bad, unsupported,
+revoked, expired, unknown certificate, and unknown CA."""
 
 
 def demarkus_home(environ: dict[str, str] | None = None) -> Path:
@@ -120,3 +127,28 @@ def client_configuration(
         if dev.exists():
             config.load_verify_locations(cafile=certifi.where(), cadata=dev.read_bytes())
     return config
+
+
+def rejects_certificate(error_code: int) -> bool:
+    """Whether a QUIC connection closed with `error_code` ended over a certificate."""
+    return error_code - CRYPTO_ERROR in CERTIFICATE_ALERTS
+
+
+def trust_advice(ca: Path | None) -> str:
+    """What a client that refused an authority's certificate trusts, and how to trust it.
+
+    The usual cause is a client started with another home than the development server's (MCP
+    hosts often set their own $HOME), so it lacks that server's self-signed certificate.
+    """
+    if ca is not None:
+        trusted = f"This client trusts only {ca} (--ca)"
+    else:
+        dev = default_tls_dir() / DEV_CERT
+        trusted = f"This client trusts the public CAs and {dev}"
+        if not dev.exists():
+            trusted += ", which does not exist"
+    return (
+        f"{trusted}. Pass --ca FILE with the authority's certificate (a development authority "
+        f"keeps it on its machine in $DEMARKUS_HOME/tls/{DEV_CERT}, by default "
+        f"~/.mark/tls/{DEV_CERT}), or --insecure for a throwaway test."
+    )

@@ -1,5 +1,7 @@
 """The QUIC client against a scripted authority on 127.0.0.1: a slow answer fails alone,
 an answer cut off by the connection's end fails whole, and the socket options it asks for.
+And connecting: a port where nothing listens, a certificate the client does not trust and
+an authority that never answers are each reported within seconds, with what to do next.
 
 The scripted authority answers by path, so a test can hold one answer back (or cut it
 off) while the others on the same connection go through.
@@ -9,10 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import socket
 import time
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Self
 
@@ -21,18 +24,25 @@ from aioquic.asyncio import serve
 from aioquic.asyncio.protocol import QuicConnectionProtocol
 from aioquic.asyncio.server import QuicServer
 from aioquic.quic import events
+from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.connection import QuicConnection
 
 from demarkus.client import Client
 from demarkus.errors import OutcomeUnknownError, TransportError
 from demarkus.protocol import Response, encode_response, parse_request
-from demarkus.server.quic import MarkServer
-from demarkus.tls import server_configuration
+from demarkus.server.quic import MarkServer, serve_mark
+from demarkus.service import Service
+from demarkus.tls import ensure_dev_certificate, server_configuration
+
+from .ports import free_udp_port, silent_udp_port
 
 SLOWISH = 0.8
 """Seconds the authority takes over /slowish.md: under the answer timeout of these tests."""
 HUSH = 1.0
 """Seconds the authority neither reads nor sends anything after the first request for /hush.md."""
+BOUND = 3.0
+"""Seconds a failure to connect may take to be reported. A behavioural bound, not a
+benchmark: the failures below take under a second, and the margin is for a loaded machine."""
 
 
 class ScriptedAuthority:
@@ -215,3 +225,134 @@ async def test_the_receive_buffer_asked_for_is_set_on_the_connections_socket(ser
         assert granted == probe.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
     finally:
         probe.close()
+
+
+# --- connecting -------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def unhandled() -> Callable[[], list[dict[str, object]]]:
+    """What the event loop reported as unhandled ("Future exception was never retrieved",
+    "Task exception was never retrieved"); asked for, it first collects the garbage, since a
+    failed future left unseen is only reported when it is collected."""
+    seen: list[dict[str, object]] = []
+    asyncio.get_running_loop().set_exception_handler(lambda _, context: seen.append(context))
+
+    def report() -> list[dict[str, object]]:
+        gc.collect()
+        return seen
+
+    return report
+
+
+async def test_a_port_where_nothing_listens_is_reported_within_seconds_as_such(unhandled):
+    port = free_udp_port()
+    async with Client(f"mark://localhost:{port}", dial_host="127.0.0.1") as client:
+        started = time.monotonic()
+        with pytest.raises(TransportError) as caught:
+            await client.fetch("/a.md")
+        elapsed = time.monotonic() - started
+        with pytest.raises(TransportError) as write:
+            await client.publish("/a.md", "never sent")
+    assert elapsed < BOUND
+    assert str(caught.value).startswith(
+        f"nothing is listening at mark://localhost:{port} (127.0.0.1 port {port} refused the connection after "
+    )
+    assert "start the authority if it is not running" in str(caught.value)
+    assert not isinstance(write.value, OutcomeUnknownError)  # nothing left: the write was not sent
+    assert unhandled() == []
+
+
+@pytest.mark.parametrize("trust", ["nothing", "another certificate"])
+async def test_a_client_that_does_not_trust_the_certificate_is_told_about_ca_and_insecure_after_one_try(
+    authority: ScriptedAuthority, tmp_path: Path, unhandled, trust: str
+):
+    ca = None if trust == "nothing" else ensure_dev_certificate(tmp_path / "other")[0]
+    async with scripted_client(authority, ca) as untrusting:  # type: ignore[arg-type]
+        started = time.monotonic()
+        with pytest.raises(TransportError) as caught:
+            await untrusting.fetch("/a.md")
+        elapsed = time.monotonic() - started
+    # the authority had seen every handshake before the client could refuse its certificate
+    assert authority.connections == 1
+    assert elapsed < BOUND
+    message = str(caught.value)
+    assert message.startswith(f"{authority.url} presented a certificate this client does not trust (")
+    assert "Pass --ca FILE with the authority's certificate" in message and "--insecure" in message
+    assert "$DEMARKUS_HOME/tls/dev-cert.pem, by default ~/.mark/tls/dev-cert.pem" in message
+    assert (f"trusts only {ca} (--ca)" if ca else "dev-cert.pem, which does not exist") in message
+    assert unhandled() == []
+
+
+async def test_a_quic_server_that_is_not_a_mark_authority_is_named_as_such_after_one_try(tls_files, unhandled):
+    cert, key = tls_files
+    other = QuicConfiguration(is_client=False, alpn_protocols=["h3"])  # an HTTP/3 server, say
+    other.load_cert_chain(str(cert), str(key))
+    handshakes: list[QuicConnectionProtocol] = []
+
+    def counted(quic: QuicConnection, stream_handler: object = None) -> QuicConnectionProtocol:
+        handshakes.append(QuicConnectionProtocol(quic))
+        return handshakes[-1]
+
+    server = await serve("127.0.0.1", 0, configuration=other, create_protocol=counted)
+    port = server._transport.get_extra_info("sockname")[1]
+    try:
+        async with Client(f"mark://localhost:{port}", ca=cert, dial_host="127.0.0.1") as client:
+            started = time.monotonic()
+            with pytest.raises(TransportError) as caught:
+                await client.fetch("/a.md")
+            elapsed = time.monotonic() - started
+    finally:
+        server.close()
+    # the server refuses the ALPN with TLS alert 120 (no_application_protocol): 0x100 + 120
+    assert str(caught.value) == (
+        f"the QUIC handshake with mark://localhost:{port} failed: No common ALPN protocols "
+        "(QUIC error 0x178). Check that the address and port belong to a Mark authority, then retry."
+    )
+    assert len(handshakes) == 1 and elapsed < BOUND
+    assert unhandled() == []
+
+
+async def test_requests_to_a_port_that_never_answers_share_one_dial_bounded_by_the_connect_timeout(unhandled):
+    with silent_udp_port() as silent:
+        async with Client(f"mark://localhost:{silent.port}", dial_host="127.0.0.1", connect_timeout=0.5) as client:
+            started = time.monotonic()
+            outcomes = await asyncio.gather(*(client.fetch(f"/{i}.md") for i in range(8)), return_exceptions=True)
+            elapsed = time.monotonic() - started
+        dials = len(silent.senders())
+    assert all(isinstance(outcome, TransportError) for outcome in outcomes)
+    # eight requests with five tries each: one dial in all, not one per try and per request
+    assert dials == 1
+    assert elapsed < BOUND
+    assert str(outcomes[0]).startswith(
+        f"mark://localhost:{silent.port} did not answer the QUIC handshake within 0.5 s "
+        f"(127.0.0.1 port {silent.port} sent nothing back)"
+    )
+    assert unhandled() == []
+
+
+async def test_an_authority_that_starts_after_a_refusal_is_reached_by_the_same_client(service: Service, tls_files):
+    cert, key = tls_files
+    port = free_udp_port()
+    async with Client(f"mark://localhost:{port}", ca=cert, dial_host="127.0.0.1", retries=1) as client:
+        with pytest.raises(TransportError, match="nothing is listening"):
+            await client.fetch("/health")
+        async with serve_mark(service, host="127.0.0.1", port=port, cert=cert, key=key):
+            assert (await client.fetch("/health")).status == "ok"
+
+
+async def test_an_authority_that_stops_is_reported_within_seconds_and_reached_again_once_back(
+    service: Service, tls_files
+):
+    cert, key = tls_files
+    async with serve_mark(service, host="127.0.0.1", port=0, cert=cert, key=key) as first:
+        port = first.port
+        client = Client(f"mark://localhost:{port}", ca=cert, dial_host="127.0.0.1")
+        assert (await client.fetch("/health")).status == "ok"
+    async with client:
+        started = time.monotonic()
+        with pytest.raises(TransportError, match="nothing is listening"):
+            await client.fetch("/health")
+        assert time.monotonic() - started < BOUND
+        async with serve_mark(service, host="127.0.0.1", port=port, cert=cert, key=key):
+            assert (await client.fetch("/health")).status == "ok"

@@ -15,26 +15,33 @@ the connection ends while an answer is arriving
 ```
 Reads are retried on transport failures (a bounded number of times). Writes are sent at
 most once: a failure after the first byte was sent is reported as outcome-unknown.
+
+Connecting has bounds of its own, and a failure is known as soon as the network or the
+authority tells (see `connection`):
+
+```
+nothing listens on the port (refused at once)
+    -> tried again quickly, for at most REFUSED_PATIENCE s (an authority restarting refuses
+       for a moment), then "nothing is listening"
+the handshake ends over the authority's certificate
+    -> not retried; the error names --ca and --insecure
+no answer to the handshake for `connect_timeout` s
+    -> not retried: a second try would wait out the same silence again
+```
+Every request waiting for a connection shares the one dial in progress, so a dead authority
+costs each of them one `connect_timeout` at most, not one per request queued before it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import socket
 from pathlib import Path
-from typing import Any
-
-from aioquic.asyncio import connect
-from aioquic.asyncio.protocol import QuicConnectionProtocol, QuicStreamHandler
-from aioquic.quic import events
-from aioquic.quic.connection import QuicConnection
 
 from ..backend import VerbMethods
 from ..errors import BadRequestError, OutcomeUnknownError, TransportError
 from ..protocol import (
-    MAX_RESPONSE,
     WRITE_VERBS,
     MarkURL,
     Request,
@@ -43,25 +50,39 @@ from ..protocol import (
     parse_mark_url,
     parse_response,
 )
-from ..tls import client_configuration
-
-log = logging.getLogger("demarkus.client")
+from ..tls import client_configuration, rejects_certificate, trust_advice
+from .connection import MarkConnection, Rejected, open_connection
 
 DIAL_TIMEOUT = 10.0
+"""Seconds an authority may leave the handshake unanswered before it counts as unreachable
+(generous for a distant authority: a handshake takes a couple of round trips)."""
 REQUEST_TIMEOUT = 10.0
 """Seconds an authority may stay silent while answers are awaited before its connection
 counts as dead (a ping is sent halfway, so a live authority always breaks the silence)."""
 ANSWER_TIMEOUT = 60.0
 """Seconds one answer may take from an authority that is up (still sending) but busy."""
 READ_RETRIES = 5
+"""Tries a read gets on transport failures (a write gets one once a byte has left)."""
 RETRY_DELAY = 0.1
-STOPPED = 0
-"""Application error code of the STOP_SENDING that asks an authority to drop an answer
-nobody waits for any more."""
+"""Seconds before the first retry; each further retry waits twice as long as the last."""
+REFUSED_PATIENCE = 1.5
+"""Seconds a request keeps re-dialling an authority whose port refuses (by default four tries,
+at 0, 0.1, 0.3 and 0.7 s): an authority restarted on the same machine may bind its port again
+meanwhile, and "nothing is listening" is still said well within 3 s."""
 
 
 class _NotSent(Exception):
     """The request never left this process; safe to retry even for writes."""
+
+
+class _Unreachable(_NotSent):
+    """The network said at once that the authority cannot be reached (usually: nothing
+    listens on its port). Retried for a short while only."""
+
+    def __init__(self, where: str, cause: OSError) -> None:
+        super().__init__(f"{where}: {cause.strerror or type(cause).__name__}")
+        self.where = where
+        self.refused = isinstance(cause, ConnectionRefusedError)
 
 
 class _Silent(ConnectionError):
@@ -72,141 +93,17 @@ class _Slow(TimeoutError):
     """The authority is up but this answer did not complete in time."""
 
 
-class _Answer:
-    """One answer being received, whole or not at all."""
-
-    __slots__ = ("chunks", "done", "size")
-
-    def __init__(self, done: asyncio.Future[bytes]) -> None:
-        self.chunks: list[bytes] = []
-        self.size = 0
-        self.done = done
-
-    def finish(self) -> None:
-        if self.done.done():
-            return
-        if self.chunks:
-            self.done.set_result(b"".join(self.chunks))
-        else:
-            self.done.set_exception(EOFError("the stream closed without a response"))
-
-    def fail(self, exc: BaseException) -> None:
-        if not self.done.done():
-            self.done.set_exception(exc)
-
-
-class MarkConnection(QuicConnectionProtocol):
-    """One QUIC connection to an authority as the client uses it: a request per stream,
-    each answer collected whole.
-
-    It replaces aioquic's stream readers for three reasons that matter under load: an
-    answer cut off by the end of the connection fails (aioquic ends every open stream as
-    if the authority had finished it, so a truncated document would pass for a whole
-    one); one answer can be abandoned without touching the others; and it records when
-    the authority was last heard from, which tells a busy authority from a dead one.
-    """
-
-    def __init__(self, quic: QuicConnection, stream_handler: QuicStreamHandler | None = None, *,
-                 receive_buffer: int | None = None) -> None:
-        super().__init__(quic, stream_handler)
-        self._receive_buffer = receive_buffer
-        self._answers: dict[int, _Answer] = {}
-        self._pinged = 0.0
-        self.heard = self._loop.time()
-        """Loop time of the last datagram from the authority."""
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        super().connection_made(transport)
-        if self._receive_buffer:  # before the first datagram: the handshake has not begun
-            sock = transport.get_extra_info("socket")
-            if sock is not None:
-                try:
-                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self._receive_buffer)
-                except OSError as exc:
-                    log.warning("could not set the UDP receive buffer to %d bytes: %s", self._receive_buffer, exc)
-
-    @property
-    def receive_buffer(self) -> int | None:
-        """SO_RCVBUF as the kernel granted it (Linux reports twice the bytes asked, capped
-        by net.core.rmem_max); None without a socket."""
-        sock = self._transport.get_extra_info("socket") if self._transport is not None else None
-        return None if sock is None else int(sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF))
-
-    @property
-    def closed(self) -> bool:
-        return self._closed.is_set()
-
-    def datagram_received(self, data: bytes | str, addr: Any) -> None:
-        self.heard = self._loop.time()
-        super().datagram_received(data, addr)
-
-    def send(self, data: bytes) -> tuple[int, asyncio.Future[bytes]]:
-        """Send one whole request on a new stream; the future completes with its answer.
-
-        Raises:
-            ConnectionError: the connection is closed (nothing was sent).
-        """
-        if self.closed:
-            raise ConnectionError("connection closed")
-        stream_id = self._quic.get_next_available_stream_id()
-        self._quic.send_stream_data(stream_id, data, end_stream=True)
-        answer = self._answers[stream_id] = _Answer(self._loop.create_future())
-        self.transmit()
-        return stream_id, answer.done
-
-    def abandon(self, stream_id: int) -> None:
-        """Stop waiting for one answer; the other streams are not affected. The authority
-        is asked to stop sending it (STOP_SENDING), and whatever still arrives is dropped."""
-        answer = self._answers.pop(stream_id, None)
-        if answer is None:
-            return
-        answer.done.cancel()
-        with contextlib.suppress(ValueError):  # the stream is already gone: nothing to stop
-            self._quic.stop_stream(stream_id, STOPPED)
-        self.transmit()
-
-    def fail_all(self, reason: str) -> None:
-        """Fail every awaited answer at once (the connection is being given up)."""
-        answers, self._answers = self._answers, {}
-        for answer in answers.values():
-            answer.fail(ConnectionError(reason))
-
-    def poke(self) -> None:
-        """Send a PING (once per silence) so that a live authority answers with an ack."""
-        if self._pinged > self.heard or self.closed:
-            return
-        self._pinged = self._loop.time()
-        self._quic.send_ping(0)
-        self.transmit()
-
-    def quic_event_received(self, event: events.QuicEvent) -> None:
-        if isinstance(event, events.StreamDataReceived):
-            answer = self._answers.get(event.stream_id)
-            if answer is None:  # abandoned, or a stream the authority opened (never used)
-                return
-            answer.chunks.append(event.data)
-            answer.size += len(event.data)
-            if answer.size > MAX_RESPONSE:
-                answer.fail(ConnectionError("the response exceeds the protocol's size limits"))
-                self.abandon(event.stream_id)
-            elif event.end_stream:
-                del self._answers[event.stream_id]
-                answer.finish()
-        elif isinstance(event, events.StreamReset):
-            answer = self._answers.pop(event.stream_id, None)
-            if answer is not None:
-                answer.fail(ConnectionError(f"the authority reset the stream (error {event.error_code})"))
-        elif isinstance(event, events.ConnectionTerminated):
-            reason = event.reason_phrase or f"error {event.error_code}"
-            self.fail_all(f"the connection closed before the answer was complete ({reason})")
-
-
 class Client(VerbMethods):
     """A connection to one authority, e.g. `Client("mark://localhost:6309")`.
 
     `timeout`: seconds the authority may stay silent while an answer is awaited (or a
-    connection is set up, `connect_timeout`) before its connection counts as dead.
+    connection is set up, `connect_timeout`) before its connection counts as dead. A
+    handshake left unanswered for `connect_timeout` is not tried again, so connecting
+    costs a request at most `connect_timeout` (plus REFUSED_PATIENCE if the port refused
+    first), whatever `retries` is.
     `answer_timeout`: seconds one answer may take while the authority is up.
+    `retries`: tries a read gets; `retry_delay`: seconds before the first retry, doubled
+    for each further one.
     `receive_buffer`: bytes asked for the UDP socket's receive buffer (SO_RCVBUF) when a
     connection is made; None keeps the system default. A client that multiplexes many
     large answers over one connection needs more than the default (about 208 KiB on
@@ -241,9 +138,8 @@ class Client(VerbMethods):
         self._retry_delay = retry_delay
         self.receive_buffer = receive_buffer
         self._protocol: MarkConnection | None = None
-        self._stack: contextlib.AsyncExitStack | None = None
+        self._dialing: asyncio.Task[MarkConnection] | None = None
         self._closing: set[asyncio.Task[None]] = set()
-        self._lock = asyncio.Lock()
         self.requests_sent = 0
 
     @property
@@ -262,43 +158,90 @@ class Client(VerbMethods):
         await self.close()
 
     async def close(self) -> None:
-        stack, self._stack, self._protocol = self._stack, None, None
-        if stack is not None:
+        dialing, self._dialing = self._dialing, None
+        if dialing is not None:
+            dialing.cancel()
+            await asyncio.gather(dialing, return_exceptions=True)
+        protocol, self._protocol = self._protocol, None
+        if protocol is not None:
             with contextlib.suppress(Exception):
-                await stack.aclose()
+                await protocol.shut()
         if self._closing:
             await asyncio.gather(*self._closing, return_exceptions=True)
 
     async def _connection(self) -> MarkConnection:
-        async with self._lock:
-            if self._protocol is not None and not self._protocol.closed:
-                return self._protocol
-            if self._protocol is not None:  # it ended (idle timeout, the authority closed it)
-                self._detach(self._protocol)
-            stack = contextlib.AsyncExitStack()
-            config = client_configuration(
-                ca=self._ca, insecure=self._insecure, server_name=self.target.host
-            )
-            buffer = self.receive_buffer
+        """The pooled connection, or a new one; callers that arrive while a dial is under
+        way share its outcome instead of each dialling in turn."""
+        if self._protocol is not None and not self._protocol.closed:
+            return self._protocol
+        if self._protocol is not None:  # it ended (idle timeout, the authority closed it)
+            self._detach(self._protocol)
+        if self._dialing is None:
+            self._dialing = asyncio.ensure_future(self._dial())
+            self._dialing.add_done_callback(self._dialled)
+        return await asyncio.shield(self._dialing)  # one caller leaving does not stop it
 
-            def create_protocol(quic: QuicConnection, stream_handler: QuicStreamHandler | None = None) -> MarkConnection:
-                return MarkConnection(quic, stream_handler, receive_buffer=buffer)
+    def _dialled(self, task: asyncio.Task[MarkConnection]) -> None:
+        if self._dialing is task:
+            self._dialing = None
+        if not task.cancelled():
+            task.exception()  # seen: every caller may have left before the dial ended
 
-            try:
-                protocol = await asyncio.wait_for(
-                    stack.enter_async_context(
-                        connect(self._dial_host, self.target.port, configuration=config,
-                                create_protocol=create_protocol)
-                    ),
-                    self._connect_timeout,
+    async def _dial(self) -> MarkConnection:
+        """A new connection with its handshake done, or the reason there is none.
+
+        Raises:
+            _Unreachable: every address of the authority refused at once (retried by the caller).
+            TransportError: the handshake failed for good (certificate, timeout, unknown host).
+        """
+        loop = asyncio.get_running_loop()
+        host, port = self._dial_host, self.target.port
+        tried: list[str] = []
+        try:
+            async with asyncio.timeout(self._connect_timeout):
+                try:
+                    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_DGRAM)
+                except socket.gaierror as exc:
+                    raise TransportError(
+                        f"the host of {self.authority} could not be resolved ({host}: "
+                        f"{exc.strerror}). Check the host name, then retry."
+                    ) from exc
+                config = client_configuration(
+                    ca=self._ca, insecure=self._insecure, server_name=self.target.host
                 )
-            except (TimeoutError, ConnectionError, OSError) as exc:
-                await stack.aclose()
-                raise _NotSent(
-                    f"could not connect to {self.authority}: {exc or type(exc).__name__}"
-                ) from exc
-            self._stack, self._protocol = stack, protocol
-            return protocol
+                unreachable: _Unreachable | None = None
+                for family, addr in dict.fromkeys((info[0], info[4]) for info in infos):
+                    tried.append(f"{addr[0]} port {addr[1]}")
+                    try:  # the next address only if this one refused at once
+                        self._protocol = await open_connection(
+                            config, family, addr, receive_buffer=self.receive_buffer
+                        )
+                        return self._protocol
+                    except OSError as exc:
+                        unreachable = _Unreachable(tried[-1], exc)
+                assert unreachable is not None  # getaddrinfo returns an address or raises
+                raise unreachable
+        except TimeoutError:
+            where = " and ".join(tried) or f"{host} (still resolving)"
+            raise TransportError(
+                f"{self.authority} did not answer the QUIC handshake within "
+                f"{self._connect_timeout:g} s ({where} sent nothing back). Check that the "
+                f"authority is running and that UDP port {port} is reachable from here, then retry."
+            ) from None
+        except Rejected as exc:
+            raise TransportError(self._rejection(exc)) from None
+
+    def _rejection(self, exc: Rejected) -> str:
+        if rejects_certificate(exc.error_code):
+            return (
+                f"{self.authority} presented a certificate this client does not trust ({exc}). "
+                + trust_advice(self._ca)
+            )
+        return (
+            f"the QUIC handshake with {self.authority} failed: {exc} (QUIC error "
+            f"0x{exc.error_code:x}). Check that the address and port belong to a Mark "
+            "authority, then retry."
+        )
 
     def _detach(self, protocol: MarkConnection) -> None:
         """Stop using `protocol` (if it is still the current connection) and close it in
@@ -307,13 +250,11 @@ class Client(VerbMethods):
         if self._protocol is not protocol:
             return
         protocol.fail_all(f"the connection to {self.authority} was given up")
-        stack, self._stack, self._protocol = self._stack, None, None
-        if stack is None:
-            return
+        self._protocol = None
 
         async def close() -> None:
             with contextlib.suppress(Exception):
-                await stack.aclose()
+                await protocol.shut()
 
         task = asyncio.ensure_future(close())
         self._closing.add(task)
@@ -331,10 +272,21 @@ class Client(VerbMethods):
             request = Request(request.verb, request.path, {**request.metadata, "auth": self.token}, request.body)
         data = encode_request(request)
         is_write = request.verb in WRITE_VERBS
+        loop = asyncio.get_running_loop()
+        started = loop.time()
         last: Exception | None = None
-        for attempt in range(1, self._retries + 1):
+        refused_since: float | None = None
+        delay = self._retry_delay
+        tries = 0
+        while tries < self._retries:
+            tries += 1
             try:
                 return await self._roundtrip(data)
+            except _Unreachable as exc:
+                last = exc
+                refused_since = loop.time() if refused_since is None else refused_since
+                if loop.time() + delay - refused_since > REFUSED_PATIENCE:
+                    break
             except _NotSent as exc:  # nothing left this process: a retry is safe, even a write
                 last = exc
             except (TimeoutError, ConnectionError, OSError, EOFError) as exc:
@@ -351,12 +303,28 @@ class Client(VerbMethods):
                         "for less."
                     ) from exc
                 last = exc
-            if attempt < self._retries:
-                await asyncio.sleep(self._retry_delay)
+            if tries < self._retries:
+                await asyncio.sleep(delay)
+                delay *= 2
+        if isinstance(last, _Unreachable):
+            raise TransportError(self._unreachable(last, tries, loop.time() - started))
         raise TransportError(
             f"{self.authority} did not answer {request.verb.value} {request.path} after "
-            f"{self._retries} tries ({last}). Check that the authority is running and reachable, "
+            f"{tries} tries ({_cause(last)}). Check that the authority is running and reachable, "
             "then retry."
+        )
+
+    def _unreachable(self, exc: _Unreachable, tries: int, seconds: float) -> str:
+        tried = f"after {tries} {'try' if tries == 1 else 'tries'} in {seconds:.1f} s"
+        if exc.refused:
+            return (
+                f"nothing is listening at {self.authority} ({exc.where} refused the connection "
+                f"{tried}). Check the host and port, start the authority if it is not running "
+                "(demarkus serve), then retry."
+            )
+        return (
+            f"{self.authority} cannot be reached ({exc}, {tried}). Check the network and the "
+            "address, then retry."
         )
 
     async def _roundtrip(self, data: bytes) -> Response:
@@ -407,6 +375,14 @@ class Client(VerbMethods):
                 wake = halfway
             await asyncio.wait((answer,), timeout=max(0.0, min(wake, limit) - now))
         return answer.result()
+
+
+def _cause(exc: BaseException | None) -> str:
+    """An exception as the reason in a message: its text, else its kind (a bare
+    `TimeoutError()` has no text)."""
+    if exc is None:
+        return "no try was allowed"
+    return str(exc) or type(exc).__name__
 
 
 class ClientPool:
