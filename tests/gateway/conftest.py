@@ -1,16 +1,20 @@
 """Gateway fixtures: configurations written as TOML, MCP sessions through the ASGI app
-(httpx2's ASGITransport, no sockets), and the PEPs world loaded once per session."""
+(httpx2's ASGITransport, no sockets) or through a real uvicorn on loopback, raw JSON-RPC
+requests for what an SDK client would never send, and the PEPs world loaded once per session."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import shutil
-from collections.abc import AsyncIterator, Mapping
+import socket
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
+import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from starlette.applications import Starlette
@@ -26,6 +30,9 @@ from ..e2e.processes import REPO
 PEPS_WORLD = REPO.parent / "shared" / "worlds" / "peps"
 BASE = "http://127.0.0.1:8787"
 """The SDK checks Host on loopback: in-process requests use a loopback host with a port."""
+HANDSHAKE = "2025-11-25"
+"""The protocol version of a handshake-era client (one that opens a session)."""
+ACCEPT = {"Accept": "application/json, text/event-stream"}
 
 
 def toml_value(value: object) -> str:
@@ -107,3 +114,71 @@ def peps_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     finally:
         service.close()
     return root
+
+
+@contextlib.asynccontextmanager
+async def uvicorn_on_loopback(app: Starlette) -> AsyncIterator[str]:
+    """Serve `app` on 127.0.0.1 from a socket already listening, so requests queue until
+    uvicorn accepts them: nothing to wait for."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 15)
+        sock.close()
+
+
+async def until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Wait until `condition()` holds, looking every 10 ms, for at most `timeout` seconds."""
+    async with asyncio.timeout(timeout):
+        while not condition():
+            await asyncio.sleep(0.01)
+
+
+class RawSession:
+    """One MCP session driven by hand-written JSON-RPC over HTTP (`http` carries the token)."""
+
+    def __init__(self, http: httpx2.AsyncClient, url: str) -> None:
+        self.http = http
+        self.url = url
+        self.id = ""
+        self._next = 0
+
+    async def open(self) -> httpx2.Response:
+        """initialize (and, when it succeeds, notifications/initialized)."""
+        opened = await self.http.post(self.url, headers=ACCEPT, json={
+            "jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": HANDSHAKE, "capabilities": {},
+                       "clientInfo": {"name": "raw", "version": "1"}},
+        })
+        if opened.status_code == 200:
+            self.id = opened.headers["mcp-session-id"]
+            done = await self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            assert done.status_code == 202, done.text
+        return opened
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {**ACCEPT, "mcp-session-id": self.id, "mcp-protocol-version": HANDSHAKE}
+
+    async def post(self, body: Any) -> httpx2.Response:
+        return await self.http.post(self.url, headers=self.headers, json=body)
+
+    async def request(self, method: str, params: Any = None) -> httpx2.Response:
+        self._next += 1
+        body: dict[str, Any] = {"jsonrpc": "2.0", "id": self._next, "method": method}
+        if params is not None:
+            body["params"] = params
+        return await self.post(body)
+
+    async def call(self, tool: str, **arguments: object) -> httpx2.Response:
+        return await self.request("tools/call", {"name": tool, "arguments": arguments})
+
+    async def close(self) -> httpx2.Response:
+        return await self.http.delete(self.url, headers=self.headers)

@@ -12,6 +12,7 @@ import pytest
 from demarkus import auth
 from demarkus.errors import ConfigError
 from demarkus.gateway import GatewayConfig
+from demarkus.gateway.config import SESSION_IDLE_TIMEOUT, SESSIONS_PER_CALLER
 
 HASH = auth.hash_token("alice-token")
 OTHER = auth.hash_token("bob-token")
@@ -31,6 +32,8 @@ def example(files: Path) -> str:
 rate_per_minute = 120
 max_upstream = 8
 upstream_wait = 0
+max_sessions_per_caller = 4
+session_idle_timeout = 60
 [worlds.peps]
 authority = "mark://localhost:7000"
 ca = "ca.pem"
@@ -61,6 +64,7 @@ def test_the_example_parses_into_frozen_values_with_paths_from_the_files_folder(
     assert (config.rate_per_minute, config.max_upstream, config.max_upstream_per_world, config.upstream_wait) == (120, 8, 6, 0.0)
     assert config.upstream_timeout == 5.0 and config.cert is None and config.key is None
     assert config.upstream_answer_timeout == 30.0
+    assert (config.max_sessions_per_caller, config.session_idle_timeout) == (4, 60.0)
     peps, private = config.worlds["peps"], config.worlds["alice-private"]
     assert (peps.authority, peps.ca, peps.dial, peps.root) == ("mark://localhost:7000", files / "ca.pem", "127.0.0.1", None)
     assert (private.root, private.tokens, private.authority) == (files / "store", files / "tokens.toml", None)
@@ -82,6 +86,8 @@ def test_the_example_parses_into_frozen_values_with_paths_from_the_files_folder(
 def test_a_default_per_world_bound_is_three_quarters_of_the_total(files: Path):
     config = GatewayConfig.parse(f'[worlds.w]\nroot = "{files / "store"}"\n')
     assert (config.max_upstream, config.max_upstream_per_world, config.rate_per_minute) == (32, 24, 600)
+    assert config.max_sessions_per_caller == SESSIONS_PER_CALLER
+    assert config.session_idle_timeout == SESSION_IDLE_TIMEOUT
     assert config.callers == {}
 
 
@@ -122,6 +128,12 @@ MISTAKES = [
     ("wait", "[gateway]\nupstream_wait = -1\n" + WORLD, "[gateway] upstream_wait must be a number of seconds, 0 or more"),
     ("answer-timeout", "[gateway]\nupstream_answer_timeout = 0\n" + WORLD,
      "[gateway] upstream_answer_timeout must be a number of seconds, more than 0"),
+    ("sessions", "[gateway]\nmax_sessions_per_caller = 0\n" + WORLD,
+     "[gateway] max_sessions_per_caller must be a whole number of at least 1"),
+    ("idle", "[gateway]\nsession_idle_timeout = 0\n" + WORLD,
+     "[gateway] session_idle_timeout must be a number of seconds, more than 0"),
+    ("idle-infinite", "[gateway]\nsession_idle_timeout = inf\n" + WORLD,
+     "[gateway] session_idle_timeout must be a number of seconds, more than 0, not inf"),
     ("cert-without-key", '[gateway]\ncert = "ca.pem"\n' + WORLD, "[gateway] needs both cert and key"),
     ("gateway-unknown-key", "[gateway]\nworkers = 4\n" + WORLD, "[gateway] has unknown key(s) workers"),
 ]

@@ -4,21 +4,16 @@ serves plain HTTP on loopback only and HTTPS with a configured certificate."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import os
 import re
-import socket
 import ssl
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx2
 import pytest
-import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -27,30 +22,12 @@ from demarkus.gateway import create_app
 
 from ..conftest import call
 from ..e2e.processes import REPO, running
-from .conftest import config_text, make_config
+from .conftest import config_text, make_config, uvicorn_on_loopback
 
 INSPECTOR = REPO / ".venv" / "inspector" / "node_modules" / ".bin" / "mcp-inspector"
 LISTENING = re.compile(r"gateway listening on (https?://\S+/mcp)")
 TOKEN = auth.generate_token()
 GATEWAY = [sys.executable, "-m", "demarkus.gateway.cli"]
-
-
-@contextlib.asynccontextmanager
-async def uvicorn_on_loopback(app) -> AsyncIterator[str]:  # type: ignore[no-untyped-def]
-    """Serve `app` on 127.0.0.1 from a socket already listening, so requests queue until
-    uvicorn accepts them: nothing to wait for."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 15)
-        sock.close()
 
 
 def demo_config(demo_root: Path):  # type: ignore[no-untyped-def]

@@ -2,19 +2,30 @@
 
 ```
 request -> McpPath (/mcp -> /mcp/) -> router
-   /healthz  -> 200 {"status": "ok"}                      (no token needed)
+   /healthz  -> 200 {"status": "ok"|"degraded", "worlds": {"up": n, "down": n, "unknown": n}}
+                (no token needed; with a caller's token also "yours": {<world>: <state>})
    /mcp/     -> BearerAuth: Authorization: Bearer <token>
                   missing, unknown or expired -> 401 + WWW-Authenticate: Bearer realm="demarkus"
                   else: the caller (and MCP session id) go in a context variable
-             -> the SDK's streamable HTTP app (stateful sessions, JSON answers)
-             -> MCP middleware on tools/call: the caller's rate limit, then the tool;
-                one JSON access-log line per call (caller, tool, world, status, ms)
+             -> SessionLimit: at most max_sessions_per_caller sessions per caller (sessions.py)
+             -> the SDK's streamable HTTP app (stateful sessions, JSON answers; sessions idle
+                for session_idle_timeout end)
+             -> MCP middleware on tools/call: params checked (name a string, arguments an
+                object: else a JSON-RPC invalid-params error), the caller's rate limit, then
+                the tool; one JSON access-log line per call (caller, tool, world, status, ms)
              -> build_server's tools over the caller's GatewayTools
 ```
 A caller's `GatewayTools` lives as long as its MCP session (handshake-era clients); a
 2026-07-28 client has no session, so each of its calls gets fresh session state (the
 `unchanged` answer of mark_fetch never appears there). The access log holds no document
 text, no query, no path and no token.
+
+/healthz reports what the worlds' breakers know from real requests and never sends one
+itself: an anonymous request cannot make the gateway contact a world, nor trip the breaker
+its callers share. Anonymous callers see counts only: which worlds exist is not told to
+someone without a token (a refused world URL does not tell either). It answers 200 while
+the gateway runs, even with every world down: another gateway reaches the same worlds, so
+a load balancer gains nothing by dropping this one, and callers keep getting clear errors.
 """
 
 from __future__ import annotations
@@ -22,8 +33,8 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import re
 import time
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -32,31 +43,32 @@ from typing import Any
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, PARSE_ERROR
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..auth import hash_token
 from ..backend import Backend
 from ..client import Client
+from ..errors import BadRequestError
 from ..mcp.server import build_server
 from ..mcp.tools import ToolFailure
 from ..service import Service
 from .config import WORLD_NAME, CallerConfig, GatewayConfig
 from .resolver import GatewayResolver
+from .sessions import SessionLimit, SessionTable
 from .tools import GatewayTools, register
-from .upstream import RECEIVE_BUFFER, Breaker, Gate, Upstream
+from .upstream import RECEIVE_BUFFER, Breaker, Gate, Health, Upstream
 
 access_log = logging.getLogger("demarkus.gateway.access")
 
 REALM = "demarkus"
-MAX_SESSIONS = 4096
-"""Session states kept (least recently used dropped first); a dropped one only forgets
-which documents it already returned in full."""
 UPSTREAM_RETRIES = 1
 """Attempts per upstream request: one. A connection that ended between requests is replaced
 before sending (that is not an attempt); after a failed attempt the world's breaker and
@@ -135,7 +147,7 @@ class Gateway:
             self.upstreams[name] = Upstream(name, backend, self.gate, Breaker(name, clock=clock), deadline=deadline)
         self._resolvers: dict[str, GatewayResolver] = {}
         self._buckets: dict[str, TokenBucket] = {}
-        self._sessions: OrderedDict[tuple[str, str], GatewayTools] = OrderedDict()
+        self.sessions = SessionTable(config.max_sessions_per_caller)
 
     def _open(self, name: str) -> Backend:
         world = self.config.worlds[name]
@@ -156,7 +168,7 @@ class Gateway:
         for resolver in self._resolvers.values():
             resolver.close()
         self._resolvers.clear()
-        self._sessions.clear()
+        self.sessions.clear()
         for backend in self._owned:
             if isinstance(backend, Client):
                 await backend.close()
@@ -194,20 +206,14 @@ class Gateway:
         if call is None:
             raise ToolFailure("no authenticated caller: reach this server through its HTTP endpoint with a bearer token")
         resolver = self.resolver(call.caller)
-        if call.session is None:
+        session = None
+        if call.session is not None:
+            session = self.sessions.use(call.caller.name, call.session)
+        if session is None:
             return GatewayTools(resolver)
-        key = (call.caller.name, call.session)
-        tools = self._sessions.get(key)
-        if tools is None:
-            tools = self._sessions[key] = GatewayTools(resolver)
-            while len(self._sessions) > MAX_SESSIONS:
-                self._sessions.popitem(last=False)
-        else:
-            self._sessions.move_to_end(key)
-        return tools
-
-    def end_session(self, caller: CallerConfig, session: str) -> None:
-        self._sessions.pop((caller.name, session), None)
+        if session.tools is None:
+            session.tools = GatewayTools(resolver)
+        return session.tools
 
     def rate_wait(self, caller: CallerConfig) -> float | None:
         """None when the caller may call now, else the seconds to wait."""
@@ -220,14 +226,17 @@ class Gateway:
     # --- MCP middleware ------------------------------------------------------------------
 
     async def mcp_middleware(self, ctx: Any, call_next: Callable[[Any], Any]) -> Any:
-        """Rate-limit and log every tools/call; other methods pass through."""
+        """Check, rate-limit and log every tools/call; other methods pass through."""
         if ctx.method != "tools/call":
             return await call_next(ctx)
-        params = ctx.params or {}
-        tool = str(params.get("name", ""))
-        arguments = params.get("arguments") or {}
         call = _current.get()
         started = self.clock()
+        try:
+            tool, arguments = read_call(ctx.params)
+        except BadRequestError as exc:
+            self.log_call(call.caller.name if call else "", _logged_tool(ctx.params), "",
+                          "bad-request", self.clock() - started)
+            raise MCPError(INVALID_PARAMS, str(exc)) from None
         status = "error"
         refused = None
         try:
@@ -245,7 +254,8 @@ class Gateway:
         finally:
             if refused is not None:
                 _refusal.reset(refused)
-            self.log_call(call.caller.name if call else "", tool, _world_of(tool, arguments), status, self.clock() - started)
+            self.log_call(call.caller.name if call else "", _logged_tool(ctx.params),
+                          _world_of(tool, arguments), status, self.clock() - started)
 
     def log_call(self, caller: str, tool: str, world: str, status: str, seconds: float) -> None:
         access_log.info(json.dumps({
@@ -253,14 +263,95 @@ class Gateway:
             "world": world, "status": status, "ms": round(seconds * 1000.0, 1),
         }, sort_keys=True))
 
-    def log_refusal(self, reason: str, method: str) -> None:
-        access_log.info(json.dumps({
-            "ts": _timestamp(self.now()), "event": "http", "status": 401, "reason": reason, "method": method,
-        }, sort_keys=True))
+    def log_refusal(self, status: int, reason: str, method: str, caller: str = "") -> None:
+        """One access-log line for an HTTP request refused before any tool ran."""
+        line: dict[str, object] = {
+            "ts": _timestamp(self.now()), "event": "http", "status": status, "reason": reason,
+            "method": method,
+        }
+        if caller:
+            line["caller"] = caller
+        access_log.info(json.dumps(line, sort_keys=True))
+
+    # --- health --------------------------------------------------------------------------
+
+    def world_health(self, name: str) -> Health:
+        """What the world's breaker knows; an embedded store is up from the start."""
+        health = self.upstreams[name].breaker.health
+        if health is Health.UNKNOWN and self.config.worlds[name].root is not None:
+            return Health.UP
+        return health
+
+    def health(self, caller: CallerConfig | None) -> dict[str, object]:
+        """/healthz's answer: counts for anyone, and the caller's own worlds by name."""
+        states = {name: self.world_health(name) for name in self.upstreams}
+        counts = {str(health): 0 for health in Health}
+        for health in states.values():
+            counts[str(health)] += 1
+        answer: dict[str, object] = {
+            "status": "degraded" if counts[str(Health.DOWN)] else "ok",
+            "worlds": counts,
+        }
+        if caller is not None:
+            answer["yours"] = {name: str(states[name]) for name in caller.read}
+        return answer
 
 
 def _timestamp(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+"""A tool name the access log repeats; any other `name` is logged as "?" (a caller's text,
+of any length, never goes into the log)."""
+
+
+def read_call(params: object) -> tuple[str, Mapping[str, Any]]:
+    """The tool name and arguments of a tools/call's params (absent or null arguments: none).
+
+    Raises:
+        BadRequestError: params is not an object, name not a string, or arguments not an object.
+    """
+    if params is None:
+        params = {}
+    if not isinstance(params, Mapping):
+        raise BadRequestError('tools/call params must be an object such as {"name": "mark_fetch", '
+                              '"arguments": {"url": "mark://<world>/index.md"}}; '
+                              f"it was {_json_kind(params)}")
+    name = params.get("name")
+    if not isinstance(name, str) or not name:
+        raise BadRequestError("tools/call params.name must be a tool's name as a string "
+                              f"(tools/list lists them); it was {_json_kind(name)}")
+    arguments = params.get("arguments")
+    if arguments is None:
+        return name, {}
+    if not isinstance(arguments, Mapping):
+        raise BadRequestError(f"tools/call params.arguments must be an object with {name[:64]}'s "
+                              'parameters by name, e.g. {"url": "mark://<world>/index.md"} '
+                              f"(or left out when it takes none); it was {_json_kind(arguments)}")
+    return name, arguments
+
+
+def _json_kind(value: object) -> str:
+    """The JSON type of a parsed value, in words ("a string", "null")."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "an empty string" if not value else "a string"
+    if isinstance(value, list):
+        return "a list"
+    return "an object"
+
+
+def _logged_tool(params: object) -> str:
+    name = params.get("name") if isinstance(params, Mapping) else None
+    if name is None:
+        return ""
+    return name if isinstance(name, str) and TOOL_NAME.fullmatch(name) else "?"
 
 
 def _world_of(tool: str, arguments: Mapping[str, Any]) -> str:
@@ -299,35 +390,102 @@ def unauthorized(reason: str) -> JSONResponse:
                         headers={"WWW-Authenticate": challenge})
 
 
+REWRITTEN_REJECTIONS = {
+    PARSE_ERROR: "the request body is not JSON; send one JSON-RPC 2.0 request object",
+    INVALID_PARAMS: (
+        'the request is not a JSON-RPC 2.0 message: send one object such as {"jsonrpc": "2.0", '
+        '"id": 1, "method": "tools/call", "params": {"name": "mark_worlds", "arguments": {}}}, '
+        "params being an object"
+    ),
+}
+"""What the SDK's transport answers, with HTTP 400, to a body it cannot parse or validate:
+its own text quotes the parser (pydantic's class names and URL), so the caller gets this."""
+REJECTION_BUFFER = 64 << 10
+"""Bytes of a 400 answer held to rewrite it. The SDK's answers are a few KiB at most; a
+longer one is passed on as it is rather than held."""
+
+
+def plain_rejections(send: Send, rejected: Callable[[], None]) -> Send:
+    """Wrap `send` so that the SDK's 400 answers to an unreadable body say what to send
+    instead (`REWRITTEN_REJECTIONS`); `rejected()` is called for each one rewritten."""
+    start: Message | None = None
+    chunks: list[bytes] = []
+
+    async def wrapped(message: Message) -> None:
+        nonlocal start
+        if message["type"] == "http.response.start" and message["status"] == 400:
+            start = message
+            return
+        if start is None or message["type"] != "http.response.body":
+            await send(message)
+            return
+        chunks.append(message.get("body", b""))
+        more = message.get("more_body", False)
+        if more and sum(len(chunk) for chunk in chunks) <= REJECTION_BUFFER:
+            return
+        body = b"".join(chunks)
+        rewritten = None if more else _rewritten(body)
+        headers = list(start.get("headers", []))
+        if rewritten is not None:
+            rejected()
+            body = rewritten
+            headers = [(k, v) for k, v in headers if k.lower() != b"content-length"]
+            headers.append((b"content-length", str(len(body)).encode("ascii")))
+        await send({**start, "headers": headers})
+        await send({"type": "http.response.body", "body": body, "more_body": more})
+        start = None
+        chunks.clear()
+
+    return wrapped
+
+
+def _rewritten(body: bytes) -> bytes | None:
+    """The plain answer for a JSON-RPC error the SDK sent about an unreadable body, else None."""
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        return None
+    error = answer.get("error") if isinstance(answer, dict) and answer.get("id") is None else None
+    message = REWRITTEN_REJECTIONS.get(error.get("code")) if isinstance(error, dict) else None
+    if message is None:
+        return None
+    plain = {"jsonrpc": "2.0", "id": None, "error": {"code": error["code"], "message": message}}
+    return json.dumps(plain).encode()
+
+
 class BearerAuth:
     """Authenticate every request to the MCP endpoint; the caller rides a context variable
     into the tool handlers (the SDK runs them in the request's context)."""
 
-    def __init__(self, app: ASGIApp, gateway: Gateway) -> None:
-        self.app = app
+    def __init__(self, sessions: SessionLimit, gateway: Gateway) -> None:
+        self.sessions = sessions
         self.gateway = gateway
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
-            await self.app(scope, receive, send)
+            await self.sessions.app(scope, receive, send)
             return
         headers = Headers(scope=scope)
         caller, reason = self.gateway.authenticate(headers.get("authorization"))
+        method = scope.get("method", "")
         if caller is None:
-            self.gateway.log_refusal(reason, scope.get("method", ""))
+            self.gateway.log_refusal(401, reason, method)
             await unauthorized(reason)(scope, receive, send)
             return
         # The SDK binds each session to the principal that opened it: another caller's
         # token cannot ride a session id it learned.
         scope["user"] = AuthenticatedUser(AccessToken(token=caller.hash, client_id=caller.name, scopes=[]))
-        session = headers.get("mcp-session-id")
-        token = _current.set(CallContext(caller, session))
+        token = _current.set(CallContext(caller, headers.get("mcp-session-id")))
+        name = caller.name
+        log = self.gateway.log_refusal
         try:
-            await self.app(scope, receive, send)
+            await self.sessions.serve(
+                name, scope, receive,
+                plain_rejections(send, lambda: log(400, "bad-request", method, name)),
+                lambda why: log(429, why, method, name),
+            )
         finally:
             _current.reset(token)
-            if scope.get("method") == "DELETE" and session:
-                self.gateway.end_session(caller, session)
 
 
 class McpPath:
@@ -340,10 +498,6 @@ class McpPath:
         if scope["type"] == "http" and scope.get("path") == "/mcp":
             scope = dict(scope, path="/mcp/", raw_path=b"/mcp/")
         await self.app(scope, receive, send)
-
-
-async def healthz(request: Request) -> JSONResponse:
-    return JSONResponse({"status": "ok"})
 
 
 def create_app(
@@ -363,7 +517,18 @@ def create_app(
     server = build_server(gateway.tools_for, name="demarkus-gateway", instructions=INSTRUCTIONS, writable=True)
     register(server, gateway.tools_for)
     server.middleware.append(gateway.mcp_middleware)
-    mcp_app = server.streamable_http_app(streamable_http_path="/", json_response=True, host=host)
+    # Every session is reserved per caller first (SessionLimit), so the SDK's own cap is the
+    # sum of the callers' bounds and never refuses anyone.
+    mcp_app = server.streamable_http_app(
+        streamable_http_path="/", json_response=True, host=host,
+        session_idle_timeout=config.session_idle_timeout,
+        max_sessions=config.max_sessions_per_caller * max(1, len(config.callers)),
+    )
+    sessions = SessionLimit(mcp_app, gateway.sessions, server.session_manager)
+
+    async def healthz(request: Request) -> JSONResponse:
+        caller, _ = gateway.authenticate(request.headers.get("authorization"))
+        return JSONResponse(gateway.health(caller))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -375,10 +540,12 @@ def create_app(
                 await gateway.close()
 
     app = Starlette(
-        routes=[Route("/healthz", healthz, methods=["GET"]), Mount("/mcp", app=BearerAuth(mcp_app, gateway))],
+        routes=[Route("/healthz", healthz, methods=["GET"]),
+                Mount("/mcp", app=BearerAuth(sessions, gateway))],
         middleware=[Middleware(McpPath)],
         lifespan=lifespan,
     )
     app.state.gateway = gateway
     app.state.mcp = server
+    app.state.sessions = sessions
     return app

@@ -9,6 +9,9 @@ upstream_wait = 5.0            # seconds a request may wait for a free slot, the
 upstream_timeout = 5.0         # seconds a world may stay silent (QUIC connect, or no packet at
                                # all while answers are awaited) before it counts as down
 upstream_answer_timeout = 30.0 # seconds one answer may take from a world that is up but busy
+max_sessions_per_caller = 16   # live MCP sessions per caller; one more closes its least
+                               # recently used idle session
+session_idle_timeout = 900.0   # seconds a session may go without a request before it ends
 cert = "gateway.pem"           # TLS for the HTTPS endpoint; both or neither
 key = "gateway-key.pem"
 
@@ -34,6 +37,7 @@ Relative paths are relative to the file. Errors name the file, the table and the
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from collections.abc import Mapping
@@ -51,9 +55,19 @@ WORLD_NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
 _CALLER_NAME = re.compile(r"[A-Za-z0-9_-]+")
 _HASH = re.compile(r"sha256-[0-9a-f]{64}")
 
+SESSIONS_PER_CALLER = 16
+"""Default live MCP sessions per caller. An agent needs one; a few subagents sharing a token,
+a handful. Sixteen leaves room for that, and with the callers configured, at most 16 x callers
+sessions exist at all (the SDK keeps about 40 KiB and two tasks for each)."""
+SESSION_IDLE_TIMEOUT = 900.0
+"""Default seconds an MCP session may go without a request before it ends (15 minutes). An
+agent pauses for seconds to minutes between tool calls (a model thinking, a person answering);
+a session its client forgot (a crash, no DELETE) gives its memory back within a quarter of an
+hour. An expired session costs its client one new initialize (its id answers 404)."""
+
 _GATEWAY_KEYS = frozenset(
     {"rate_per_minute", "max_upstream", "max_upstream_per_world", "upstream_wait", "upstream_timeout",
-     "upstream_answer_timeout", "cert", "key"}
+     "upstream_answer_timeout", "max_sessions_per_caller", "session_idle_timeout", "cert", "key"}
 )
 _WORLD_KEYS = frozenset({"authority", "root", "ca", "insecure", "dial", "tokens"})
 _CALLER_KEYS = frozenset({"hash", "read", "write", "expires", "upstream", "rate_per_minute"})
@@ -111,6 +125,8 @@ class GatewayConfig:
     upstream_wait: float = 5.0
     upstream_timeout: float = 5.0
     upstream_answer_timeout: float = 30.0
+    max_sessions_per_caller: int = SESSIONS_PER_CALLER
+    session_idle_timeout: float = SESSION_IDLE_TIMEOUT
     cert: Path | None = None
     key: Path | None = None
     _by_hash: Mapping[str, CallerConfig] = field(init=False, repr=False, compare=False)
@@ -188,6 +204,10 @@ class _Parser:
             upstream_wait=self.seconds(gateway, "upstream_wait", 5.0, allow_zero=True),
             upstream_timeout=self.seconds(gateway, "upstream_timeout", 5.0, allow_zero=False),
             upstream_answer_timeout=self.seconds(gateway, "upstream_answer_timeout", 30.0, allow_zero=False),
+            max_sessions_per_caller=self.positive_int(
+                gateway, "max_sessions_per_caller", "[gateway]", SESSIONS_PER_CALLER),
+            session_idle_timeout=self.seconds(
+                gateway, "session_idle_timeout", SESSION_IDLE_TIMEOUT, allow_zero=False),
             cert=cert,
             key=key,
         )
@@ -294,7 +314,8 @@ class _Parser:
 
     def seconds(self, table: dict[str, Any], key: str, default: float, *, allow_zero: bool) -> float:
         value = table.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0 or (value == 0 and not allow_zero):
+        if (isinstance(value, bool) or not isinstance(value, int | float)
+                or not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero)):
             least = "0 or more" if allow_zero else "more than 0"
             raise self.fail(f"[gateway] {key}", f"must be a number of seconds, {least}, not {value!r}")
         return float(value)

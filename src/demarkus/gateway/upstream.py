@@ -30,6 +30,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from enum import StrEnum
 
 from ..backend import Backend
 from ..errors import OutcomeUnknownError, RateLimitedError, TransportError
@@ -105,6 +106,17 @@ class Gate:
             world_sem.release()
 
 
+class Health(StrEnum):
+    """What the gateway knows of a world, from the requests it sent there."""
+
+    UP = "up"
+    """Its last request answered (or it is an embedded store)."""
+    DOWN = "down"
+    """Its breaker is open: a request failed and none has succeeded since."""
+    UNKNOWN = "unknown"
+    """No request has gone there yet."""
+
+
 @dataclass
 class Breaker:
     """Closed (requests pass), open (refused until `cooldown` has passed since the last
@@ -123,6 +135,12 @@ class Breaker:
     @property
     def open(self) -> bool:
         return self._failed_at is not None
+
+    @property
+    def health(self) -> Health:
+        if self._failed_at is not None:
+            return Health.DOWN
+        return Health.UNKNOWN if self._succeeded_at is None else Health.UP
 
     def admit(self) -> bool:
         """Whether the request may go upstream; True for a probe means the caller must
