@@ -187,3 +187,16 @@ def test_canonical_url_drops_the_default_port_only():
     assert canonical_url("mark://h:6309/a") == "mark://h/a"
     assert canonical_url("mark://h:6310/a") == "mark://h:6310/a"
     assert canonical_url("https://h:6309/a") == "https://h:6309/a"
+
+
+@pytest.mark.parametrize(
+    "request_, fragment",
+    [
+        (Request(Verb.PUBLISH, "/a.md", {}, b"x" * (MAX_BODY + 1)), "1 MiB"),
+        (Request(Verb.PUBLISH, "/a.md", {"k": "v" * (64 * 1024)}, b"x"), "metadata"),
+    ],
+    ids=["body", "metadata"],
+)
+def test_a_request_over_the_limits_is_refused_before_a_byte_is_sent(request_, fragment):
+    with pytest.raises(BadRequestError, match=fragment):
+        encode_request(request_)

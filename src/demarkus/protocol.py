@@ -415,9 +415,6 @@ def canonical_path(path: str) -> str:
     return canonical
 
 
-validate_path = canonical_path  # the older name, still used by a few callers
-
-
 def normalize_scope(path: str) -> str:
     """`/docs/` and `/docs` are the same scope; the root is `/`."""
     cleaned = posixpath.normpath("/" + path.strip("/")) if path.strip("/") else "/"
@@ -496,11 +493,25 @@ def parse_request(data: bytes) -> Request:
 
 
 def encode_request(request: Request) -> bytes:
-    """Serialise a request; the codec's inverse of `parse_request`."""
+    """Serialise a request; the codec's inverse of `parse_request`.
+
+    Raises:
+        BadRequestError: a limit `parse_request` would refuse, found before a byte is sent
+            (an authority closes a connection that keeps sending oversized requests).
+    """
     head = f"{request.verb.value} {request.path}\n"
     if len(head.encode("utf-8")) > MAX_REQUEST_LINE:
         raise BadRequestError(f"the request line exceeds {MAX_REQUEST_LINE} bytes; shorten the path")
+    if len(request.body) > MAX_BODY:
+        raise BadRequestError(
+            f"the body is {len(request.body)} bytes; at most {MAX_BODY} (1 MiB) are allowed; "
+            "split the document"
+        )
     meta = encode_metadata(request.metadata)
+    if len(meta.encode("utf-8")) > MAX_METADATA:
+        raise BadRequestError(
+            f"the metadata is {len(meta.encode('utf-8'))} bytes; at most {MAX_METADATA} are allowed"
+        )
     # A body that itself opens with `---` needs a (possibly empty) block in front of it.
     needs_block = bool(request.metadata) or request.body.startswith(b"---\n")
     block = f"---\n{meta}---\n" if needs_block else ""

@@ -22,7 +22,7 @@ from ..backend import VerbMethods
 from ..errors import BadRequestError, NotPermittedError
 from ..graph import GraphStore
 from ..mcp.tools import Target
-from ..protocol import WRITE_VERBS, Request, Response, parse_mark_url, response_for_error, validate_path
+from ..protocol import WRITE_VERBS, Request, Response, canonical_path, parse_mark_url, response_for_error
 from .config import WORLD_NAME, CallerConfig
 from .qualify import SCHEME, world_prefix
 from .upstream import Upstream
@@ -111,7 +111,7 @@ class GatewayResolver:
             raise NotPermittedError(
                 f"world {world[:63]} is not one of your worlds; you can read: {self._yours()} (mark_worlds lists them)"
             )
-        path = validate_path(parsed.path)
+        path = canonical_path(parsed.path)
         location = f"{world_prefix(world)}{path}"
         backend = self._backends[world]
         return Target(backend, path, parsed.fragment, location, location, self.caller.upstream.get(world))

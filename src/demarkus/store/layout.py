@@ -69,7 +69,7 @@ def locate(root: Path, path: str) -> Location:
         BadRequestError: a malformed path or a reserved segment.
         NotFoundError: the path leaves the root (`..` or a planted symlink).
     """
-    protocol.validate_path(path)
+    protocol.canonical_path(path)
     segments = [s for s in path.split("/") if s]
     for segment in segments:
         if segment.startswith("."):

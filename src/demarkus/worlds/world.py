@@ -27,7 +27,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import BadRequestError, ConfigError, DemarkusError
-from ..protocol import MAX_BODY, validate_path, validate_publisher_metadata
+from ..protocol import MAX_BODY, canonical_path, validate_publisher_metadata
 
 FORMAT = "demarkus-world-v1"
 MANIFEST = "manifest.json"
@@ -317,7 +317,7 @@ def _parse_line(path: Path, number: int, raw: bytes) -> WorldDocument:
     if not (isinstance(doc_path, str) and doc_path.startswith("/") and doc_path.endswith(".md")):
         raise ConfigError(f"{where}: path {doc_path!r} must start with `/` and end in `.md`")
     try:
-        validate_path(doc_path)
+        canonical_path(doc_path)
     except DemarkusError as exc:
         raise ConfigError(f"{where}: {exc}") from exc
     metadata = data["metadata"]
