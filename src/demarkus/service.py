@@ -63,8 +63,15 @@ HEALTH_BODY = b"# Health Check\n\nServer is healthy.\n"
 MANIFEST_PATH = "/.well-known/agent-manifest.md"
 MAX_PAGE = 1000
 WORKERS = 4
-"""Threads that answer requests. SQLite and file reads release the GIL, so a slow lookup
-and quick fetches overlap on two cores; more threads would only queue behind the GIL."""
+"""Threads that answer the requests that may take long. SQLite and file reads release the
+GIL, so a slow lookup and quick fetches overlap on two cores; more threads would only
+queue behind the GIL."""
+INLINE = frozenset({Verb.FETCH, Verb.LIST})
+"""Verbs answered on the caller's event loop: each is bounded by one document or one
+folder, and most are answered from memory in tens of microseconds, while a hop to a
+worker thread costs about 300 us of CPU a request under load (`bench/quic_fetch.py`: 0.66
+of the bare echo at 16 streams inline, 0.49 through the threads). LOOKUP, VERSIONS (its
+chain check reads every version) and the writes (their fsyncs) go to the workers."""
 INDEX_RETRY = 1.0
 """Seconds between attempts to bring a section index that failed (a full disk) back in
 step: often enough to catch up soon after space returns, rarely enough to cost nothing."""
@@ -108,8 +115,9 @@ class Service(VerbMethods):
 
     `handle` is safe from several threads at once: writes take one lock, reads take none
     (version files are immutable, the catalog and the section index guard themselves).
-    `request`, the async seam, runs `handle` on a small pool of worker threads, so a slow
-    request never stalls the event loop that serves everyone else. `writable=False`
+    `request`, the async seam, runs `handle` on a small pool of worker threads for every
+    verb that may take long, so a slow request never stalls the event loop that serves
+    everyone else. `writable=False`
     refuses every write (a reader beside the process that owns the store)."""
 
     def __init__(
@@ -202,7 +210,10 @@ class Service(VerbMethods):
     # --- the seam -------------------------------------------------------------------------
 
     async def request(self, request: Request) -> Response:
-        """`handle` on a worker thread: the caller's event loop stays free meanwhile."""
+        """`handle`, on a worker thread unless the verb is quick (`INLINE`): a slow request
+        never stalls the caller's event loop."""
+        if request.verb in INLINE:
+            return self.handle(request)
         if self._workers is None:
             with self._lock:
                 if self._workers is None:
