@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import contextlib
 import json
 import os
 import random
@@ -307,30 +308,45 @@ async def flood(url: str, cert: Path, total: int) -> dict[str, Any]:
     target = parse_mark_url(url)
     config = client_configuration(ca=cert, server_name=target.host)
     chunk = b"x" * FLOOD_CHUNK
-    sent = streams = 0
+    sent = streams = stopped = connections = 0
+    statuses: collections.Counter[str] = collections.Counter()
     started = time.perf_counter()
-    async with connect("127.0.0.1", target.port, configuration=config, create_protocol=Flooder) as p:
-        flooder: Any = p
-        while sent < total:
+    closing: list[asyncio.Task[Any]] = []
+    while sent < total:  # a server that closes the connection gets a new one at once: the attacker persists
+        connections += 1
+        stack = contextlib.AsyncExitStack()
+        flooder: Any = await stack.enter_async_context(
+            connect("127.0.0.1", target.port, configuration=config, create_protocol=Flooder))
+        ended = lambda: flooder._quic._close_event is not None  # noqa: E731
+        while sent < total and not ended():
             stream_id = flooder._quic.get_next_available_stream_id()
             streams += 1
             flooder._quic.send_stream_data(stream_id, b"PUBLISH /flood.md\n")
             offered = 0
             stream = flooder._quic._streams[stream_id]
-            while stream_id not in flooder.stopped and sent + stream.sender.highest_offset < total:
+            while stream_id not in flooder.stopped and not ended() and sent + stream.sender.highest_offset < total:
                 if offered < total - sent and len(stream.sender._buffer) < FLOOD_AHEAD:
                     flooder._quic.send_stream_data(stream_id, chunk)
                     offered += len(chunk)
                     flooder.transmit()
                     continue
                 flooder.progress.clear()
-                await asyncio.wait_for(flooder.progress.wait(), 30)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(flooder.progress.wait(), 30)
             sent += stream.sender.highest_offset
-        report = {"attacker": "flood", "bytes_sent_mib": _mib(sent), "streams": streams,
-                  "stopped_by_server": len(flooder.stopped), "answers": dict(flooder.statuses),
-                  "seconds": round(time.perf_counter() - started, 2)}
-        print(json.dumps(report), flush=True)
-        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)  # hold on
+        stopped += len(flooder.stopped)
+        statuses.update(flooder.statuses)
+        if sent < total:
+            closing.append(asyncio.ensure_future(stack.aclose()))  # no waiting out the closing period
+        else:
+            held = stack
+    await asyncio.gather(*closing, return_exceptions=True)
+    report = {"attacker": "flood", "bytes_sent_mib": _mib(sent), "streams": streams,
+              "stopped_by_server": stopped, "connections": connections, "answers": dict(statuses),
+              "seconds": round(time.perf_counter() - started, 2)}
+    print(json.dumps(report), flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)  # hold on
+    await held.aclose()
     return report
 
 
@@ -494,8 +510,9 @@ def _note(report: dict[str, Any]) -> str:
     if "unfinished_after_s" in report:
         return f"unfinished after {report['unfinished_after_s']:.0f} s"
     if report.get("attacker") == "flood":
-        return (f"{report['bytes_sent_mib']} MiB sent on {report['streams']} streams, "
-                f"{report['stopped_by_server']} stopped, {report['seconds']} s")
+        return (f"{report['bytes_sent_mib']} MiB sent on {report['streams']} streams over "
+                f"{report.get('connections', 1)} connections, {report['stopped_by_server']} stopped, "
+                f"{report['seconds']} s")
     answers = ", ".join(f"{k} {v}" for k, v in sorted(report.get("answers", {}).items()))
     return f"{report.get('queries')} queries in {report.get('seconds')} s: {answers}"
 
