@@ -262,14 +262,14 @@ class _StrictLoader(yaml.CBaseLoader):  # type: ignore[misc]
     `auth` or `expected-version` twice, which one counts would be the reader's guess."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[object, object]:
-        seen: set[object] = set()
+        seen: set[str] = set()
         for key_node, _value in node.value:
             key = self.construct_object(key_node, deep=deep)
-            if isinstance(key, str) and key in seen:
-                raise BadRequestError(
-                    f"metadata key `{key[:80]}` is given twice; send each key once"
-                )
-            seen.add(key if isinstance(key, str) else id(key_node))
+            if not isinstance(key, str):
+                continue  # refused by parse_metadata, with a message of its own
+            if key in seen:
+                raise BadRequestError(f"metadata key `{key[:80]}` is given twice; send each key once")
+            seen.add(key)
         return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
 
 

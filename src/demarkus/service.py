@@ -44,7 +44,6 @@ from .protocol import (
     Response,
     Status,
     Verb,
-    canonical_path,
     error_response,
     normalize_scope,
     parse_count,
@@ -145,7 +144,8 @@ class Service(VerbMethods):
         self._behind: set[str] = set()
         """Documents the section index failed to take in (a full disk); retried."""
         self._retry_at = 0.0
-        self._workers: ThreadPoolExecutor | None = None
+        self._workers = ThreadPoolExecutor(WORKERS, thread_name_prefix="demarkus-service")
+        """Its threads start on first use, so a service that only answers inline has none."""
         for path in store.documents():
             self._refresh_catalog(path)
 
@@ -186,9 +186,7 @@ class Service(VerbMethods):
         return cls(store, authorizer, trusted=trusted, index=index, writable=writable, owner=owner)
 
     def close(self) -> None:
-        if self._workers is not None:
-            self._workers.shutdown(wait=True)
-            self._workers = None
+        self._workers.shutdown(wait=True)
         if self.index is not None:
             self.index.close()
         if self._release is not None:
@@ -214,16 +212,11 @@ class Service(VerbMethods):
         never stalls the caller's event loop."""
         if request.verb in INLINE:
             return self.handle(request)
-        if self._workers is None:
-            with self._lock:
-                if self._workers is None:
-                    self._workers = ThreadPoolExecutor(WORKERS, thread_name_prefix="demarkus-service")
         return await asyncio.get_running_loop().run_in_executor(self._workers, self.handle, request)
 
     def handle(self, request: Request) -> Response:
         """Answer one request; every failure becomes a status with an explanatory body."""
         try:
-            canonical_path(request.path)  # a Request is canonical; this guards hand-made ones
             self._catch_up()
             handler = self._handlers[request.verb]
             return handler(self, request)
