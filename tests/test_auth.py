@@ -9,6 +9,7 @@ import re
 import stat
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Generic, TypeVar
 
 import pytest
 from hypothesis import given
@@ -30,6 +31,7 @@ from demarkus.errors import ConfigError, NotPermittedError, UnauthorizedError
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 EXPIRES = datetime(2026, 12, 31, 23, 59, 59, tzinfo=UTC)
+T = TypeVar("T")
 
 
 def table(
@@ -55,13 +57,14 @@ STORE_TEXT = (
 )
 
 
-class Clock:
-    """A settable clock, so expiry is tested without sleeping."""
+class Clock(Generic[T]):
+    """A settable clock (a datetime for expiry, seconds for the wall), so time is tested
+    without sleeping."""
 
-    def __init__(self, now: datetime) -> None:
+    def __init__(self, now: T) -> None:
         self.now = now
 
-    def __call__(self) -> datetime:
+    def __call__(self) -> T:
         return self.now
 
 
@@ -487,16 +490,6 @@ def test_add_grant_refuses_to_append_to_a_broken_file(tmp_path: Path) -> None:
 # --- reloads that must not open protected paths ---------------------------------------
 
 
-class Wall:
-    """A settable wall clock for the in-place rewrite rule (seconds since the epoch)."""
-
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def rewrite_in_place(path: Path, text: str) -> float:
     """Truncate and write the same inode, as `echo ... > tokens.toml` does; its mtime."""
     with open(path, "r+", encoding="utf-8") as handle:
@@ -510,7 +503,7 @@ def rewrite_in_place(path: Path, text: str) -> float:
     ids=["truncated-empty", "first-third", "cut-mid-table"],
 )
 def test_a_token_file_caught_mid_rewrite_keeps_the_read_grants(tokens_file: Path, text: str) -> None:
-    wall = Wall(0.0)
+    wall = Clock(0.0)  # the wall clock: seconds since the epoch
     authorizer = Authorizer(tokens_file, clock=Clock(NOW), wall=wall)
     wall.now = rewrite_in_place(tokens_file, text)
     with pytest.raises(UnauthorizedError):
@@ -518,7 +511,7 @@ def test_a_token_file_caught_mid_rewrite_keeps_the_read_grants(tokens_file: Path
 
 
 def test_an_in_place_rewrite_applies_once_the_file_has_settled(tokens_file: Path) -> None:
-    wall = Wall(0.0)
+    wall = Clock(0.0)  # the wall clock: seconds since the epoch
     authorizer = Authorizer(tokens_file, clock=Clock(NOW), wall=wall)
     mtime = rewrite_in_place(tokens_file, table("writer", "write-secret", ["/docs/*"], [PUBLISH]))
     wall.now = mtime

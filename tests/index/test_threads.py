@@ -4,7 +4,9 @@ answering from one consistent state, with the same results as one at a time."""
 from __future__ import annotations
 
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 
 from demarkus.index import SectionIndex
 from demarkus.index.sqlite import _Stemmer
@@ -32,23 +34,30 @@ class Gate:
         self._open.set()
 
 
+@contextmanager
+def held_search(pool: ThreadPoolExecutor, index: SectionIndex, query: str) -> Iterator[Future]:
+    """A search of `query` that stays inside its read transaction until the block ends."""
+    gate = Gate()
+    held = pool.submit(index.search, query, "/", limit=5, visible=gate)
+    try:
+        assert gate.reached.wait(timeout=WAIT)
+        yield held
+    finally:
+        gate.release()
+
+
 def test_a_search_in_progress_holds_up_neither_another_search_nor_a_write(
     index: SectionIndex,
 ) -> None:
     fill(index)
     put(index, "/a.md", "# A\n\n## Part\n\nzorbex quetzal\n")
     expected = index.search("quetzal", "/", limit=5)
-    gate = Gate()
     with ThreadPoolExecutor(max_workers=3) as pool:
-        try:
-            held = pool.submit(index.search, "zorbex", "/", limit=5, visible=gate)
-            assert gate.reached.wait(timeout=WAIT)
+        with held_search(pool, index, "zorbex") as held:
             other = pool.submit(index.search, "quetzal", "/", limit=5)
             assert other.result(timeout=WAIT) == expected
             write = pool.submit(put, index, "/b.md", "# B\n\n## Part\n\nzorbex\n")
             assert write.result(timeout=WAIT) == 2
-        finally:
-            gate.release()
         # the held search answers from the state it started in: without /b.md
         assert where(held.result(timeout=WAIT)) == [("/a.md", "part")]
     assert sorted(p for p, _ in where(index.search("zorbex", "/", limit=5))) == ["/a.md", "/b.md"]
@@ -61,16 +70,11 @@ def test_a_search_answers_from_one_state_while_writes_commit_under_it(
     put(index, "/a.md", "# A\n\n## Part\n\nzorbex quetzal\n")
     put(index, "/b.md", "# B\n\n## Part\n\nzorbex\n")
     before = index.search("zorbex", "/", limit=5)
-    gate = Gate()
     with ThreadPoolExecutor(max_workers=2) as pool:
-        try:
-            held = pool.submit(index.search, "zorbex", "/", limit=5, visible=gate)
-            assert gate.reached.wait(timeout=WAIT)
+        with held_search(pool, index, "zorbex") as held:
             # /b.md, one of its candidates, goes; a new document changes every count
             pool.submit(index.remove, "/b.md").result(timeout=WAIT)
             put(index, "/c.md", "# C\n\n## Zorbex\n\nzorbex zorbex zorbex\n\n## More\n\nzorbex\n")
-        finally:
-            gate.release()
         assert held.result(timeout=WAIT) == before
     after = index.search("zorbex", "/", limit=5)
     assert [p for p, _ in where(after)] == ["/c.md", "/c.md", "/a.md"]
