@@ -25,6 +25,12 @@ BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 OUT = BENCH / "out"
 RESULTS = BENCH / "results"
+SHARED_WORLDS = REPO.parent / "shared" / "worlds"
+"""The frozen worlds, in the `shared` folder beside the repository."""
+PEPS = SHARED_WORLDS / "peps"
+DEMO = REPO / "src" / "demarkus" / "worlds" / "demo"
+VISIBLE_WORLDS = (PEPS, SHARED_WORLDS / "eth", SHARED_WORLDS / "rust", DEMO)
+"""Every world a change is judged on."""
 PYTHON = sys.executable
 DEMARKUS = [PYTHON, "-m", "demarkus"]
 LISTENING = re.compile(r"listening on (mark://\S+)")

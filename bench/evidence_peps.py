@@ -24,7 +24,7 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
-WORLD = Path("/work/shared/worlds/peps")
+WORLD = REPO.parent / "shared" / "worlds" / "peps"  # as common.PEPS, imported lazily here
 MULTI = ("multi-document", "supersession", "lineage", "dependency")
 
 

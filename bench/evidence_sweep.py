@@ -19,12 +19,11 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
-WORLDS = (Path("/work/shared/worlds/peps"), REPO / "src" / "demarkus" / "worlds" / "demo")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--world", type=Path, action="append", help="a world directory (repeat; default peps and demo)")
+    parser.add_argument("--world", type=Path, action="append", help="a world directory (repeat; default every visible world: peps, eth, rust, demo)")
     parser.add_argument("--budgets", type=int, nargs="+", default=[1000, 1500, 2000, 3000])
     parser.add_argument("--limits", type=int, nargs="+", default=[3, 10])
     args = parser.parse_args()
@@ -32,7 +31,7 @@ def main() -> None:
     import common
     from evidence_peps import arm, baseline_commit, baseline_src, load_store
 
-    worlds = args.world or list(WORLDS)
+    worlds = args.world or list(common.VISIBLE_WORLDS)
     commit = baseline_commit()
     rows: list[list[object]] = []
     results: list[dict[str, object]] = []

@@ -38,7 +38,7 @@ from demarkus.tls import ensure_dev_certificate
 from demarkus.worlds import demo_world_path
 
 NAME = "gateway_load"
-PEPS = Path("/work/shared/worlds/peps")
+PEPS = common.PEPS
 LOAD_TIMEOUT = 600.0
 CALL_TIMEOUT = 60.0
 GATEWAY_LISTENING = re.compile(r"gateway listening on (http://\S+/mcp)")

@@ -29,14 +29,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import OUT, REPO, latency_summary_ms, print_table, write_results
+from common import OUT, PEPS, REPO, latency_summary_ms, print_table, write_results
 
 from demarkus.index import Ranking, SectionIndex, rebuild
 from demarkus.index.query import STOP_WORDS
 from demarkus.markdown import parse_outline
 from demarkus.store import FileStore
 
-PEPS = Path("/work/shared/worlds/peps")
 DEMARKUS_BIN = REPO / ".venv" / "bin" / "demarkus"
 MODIFIED = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -1,6 +1,6 @@
 """LOOKUP in catalog mode on the PEPs world: in process (Service.handle) and over QUIC.
 
-Loads /work/shared/worlds/peps into a temporary store once (`demarkus world load`), then
+Loads ../shared/worlds/peps into a temporary store once (`demarkus world load`), then
 runs a fixed list of generic queries (topic words, tags; nothing from the world's
 questions) and reports p50/p99 latency per query and over all queries:
 
@@ -28,7 +28,7 @@ from demarkus.service import Service
 from demarkus.tls import ensure_dev_certificate
 
 NAME = "lookup_catalog"
-WORLD = Path("/work/shared/worlds/peps")
+WORLD = common.PEPS
 SCOPE = "/"
 QUERIES = (
     "packaging",

@@ -22,7 +22,7 @@ from pathlib import Path
 import common
 
 NAME = "world_load"
-WORLD = Path("/work/shared/worlds/peps")
+WORLD = common.PEPS
 TIMEOUT = 600.0
 LOADED = re.compile(r"loaded (\S+): (\d+) documents, (\d+) versions")
 
