@@ -75,19 +75,14 @@ def latency_summary_ms(seconds: Sequence[float]) -> dict[str, float]:
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """Plain text columns: left-aligned text, right-aligned numbers, two spaces apart."""
     cells = [[_cell(v) for v in row] for row in rows]
-    numeric = [
-        all(_is_number(row[i]) for row in rows if i < len(row)) and bool(rows)
-        for i in range(len(headers))
-    ]
+    numeric = [all(_is_number(row[i]) for row in rows if i < len(row)) and bool(rows) for i in range(len(headers))]
     widths = [len(h) for h in headers]
     for row in cells:
         for i, text in enumerate(row):
             widths[i] = max(widths[i], len(text))
 
     def line(values: Sequence[str]) -> str:
-        parts = [
-            v.rjust(widths[i]) if numeric[i] else v.ljust(widths[i]) for i, v in enumerate(values)
-        ]
+        parts = [v.rjust(widths[i]) if numeric[i] else v.ljust(widths[i]) for i, v in enumerate(values)]
         return "  ".join(parts).rstrip()
 
     out = [line(list(headers)), line(["-" * w for w in widths])]
@@ -153,7 +148,11 @@ def _git_commit() -> str | None:
     try:
         done = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"],
-            cwd=REPO, capture_output=True, text=True, timeout=5, check=False,
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -165,16 +164,18 @@ def _git_uncommitted_src() -> list[str] | None:
     try:
         done = subprocess.run(
             ["git", "status", "--porcelain", "--", "src"],
-            cwd=REPO, capture_output=True, text=True, timeout=5, check=False,
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return sorted(line[3:] for line in done.stdout.splitlines() if line.strip())
 
 
-def write_results(
-    name: str, parameters: Mapping[str, Any], results: Any, *, keep: bool = True
-) -> dict[str, Any]:
+def write_results(name: str, parameters: Mapping[str, Any], results: Any, *, keep: bool = True) -> dict[str, Any]:
     """Write the run to bench/out/<name>.json and, when `keep`, to bench/results/<name>.json
     (the committed copy; smoke runs pass keep=False so they do not replace it). Return it."""
     document = {
@@ -268,9 +269,7 @@ def server_process(
     import tempfile
 
     err = tempfile.TemporaryFile(mode="w+")
-    proc = subprocess.Popen(
-        list(args), stdout=subprocess.PIPE, stderr=err, text=True, env=dict(env), cwd=REPO
-    )
+    proc = subprocess.Popen(list(args), stdout=subprocess.PIPE, stderr=err, text=True, env=dict(env), cwd=REPO)
     try:
         try:
             found = wait_for_line(proc, pattern)

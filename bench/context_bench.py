@@ -37,7 +37,7 @@ def head_for(case: dict) -> str:
     rows = "".join(f"| {row} | 0.80 | Fixture | graph |\n" for row in case["rows"])
     return (
         f"status: ok\nmatches: {len(case['rows'])}\n\n"
-        f"# Lookup matches for \"{case['query']}\" in /\n\n"
+        f'# Lookup matches for "{case["query"]}" in /\n\n'
         "| Path | Importance | Title | Tags |\n|------|------------|-------|------|\n" + rows
     )
 
@@ -89,8 +89,8 @@ def run_cases(src: Path | None) -> dict[str, dict]:
     """Run every case through the `demarkus` found on sys.path (or under `src`)."""
     if src is not None:
         sys.path.insert(0, str(src))
-    from demarkus.errors import NotFoundError
     import demarkus.expand as expand_package
+    from demarkus.errors import NotFoundError
     from demarkus.expand import Fetched, expand
     from demarkus.tokens import count_tokens
 
@@ -122,7 +122,9 @@ def baseline_results(commit: str) -> dict[str, dict]:
         subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
         done = subprocess.run(
             [sys.executable, __file__, "--src", str(Path(tmp) / "src"), "--json"],
-            capture_output=True, text=True, check=True,
+            capture_output=True,
+            text=True,
+            check=True,
         )
         return json.loads(done.stdout)
 
@@ -140,29 +142,71 @@ def main() -> None:
 
     commit = (BENCH / "BASELINE").read_text(encoding="utf-8").split()[0]
     before = baseline_results(commit)
-    after = json.loads(subprocess.run([sys.executable, __file__, "--json", "--src", str(REPO / "src")],
-                                      capture_output=True, text=True, check=True).stdout)
+    after = json.loads(
+        subprocess.run(
+            [sys.executable, __file__, "--json", "--src", str(REPO / "src")], capture_output=True, text=True, check=True
+        ).stdout
+    )
     rows = []
     worse = []
     for name, a in after.items():
         b = before[name]
-        rows.append([name, a["budget"], a["table_tokens"], b["recall"], a["recall"], b["dup"], a["dup"],
-                     b["tokens"], a["tokens"], b["over"], a["over"], b["fetches"], a["fetches"], a["related"]])
-        if (int(a["recall"].split("/")[0]) < int(b["recall"].split("/")[0]) or a["dup"] > b["dup"] or a["over"] > b["over"]):
+        rows.append(
+            [
+                name,
+                a["budget"],
+                a["table_tokens"],
+                b["recall"],
+                a["recall"],
+                b["dup"],
+                a["dup"],
+                b["tokens"],
+                a["tokens"],
+                b["over"],
+                a["over"],
+                b["fetches"],
+                a["fetches"],
+                a["related"],
+            ]
+        )
+        if (
+            int(a["recall"].split("/")[0]) < int(b["recall"].split("/")[0])
+            or a["dup"] > b["dup"]
+            or a["over"] > b["over"]
+        ):
             worse.append(name)
     common.print_table(
         f"context assembly: v0.1.0 ({commit[:10]}) vs current, per case",
-        ["case", "budget", "table", "recall 0.1", "recall now", "dup 0.1", "dup now", "tokens 0.1", "tokens now",
-         "over 0.1", "over now", "fetch 0.1", "fetch now", "related now"],
+        [
+            "case",
+            "budget",
+            "table",
+            "recall 0.1",
+            "recall now",
+            "dup 0.1",
+            "dup now",
+            "tokens 0.1",
+            "tokens now",
+            "over 0.1",
+            "over now",
+            "fetch 0.1",
+            "fetch now",
+            "related now",
+        ],
         rows,
     )
     fits = [n for n, a in after.items() if a["table_tokens"] <= a["budget"]]
-    print(f"\ncurrent: full recall on {sum(after[n]['recall_full'] for n in fits)}/{len(fits)} cases whose table fits the budget; "
-          f"duplicated evidence {sum(a['dup'] for a in after.values())}; "
-          f"tokens over budget where the table fits {sum(after[n]['over'] for n in fits)}; "
-          f"cases worse than v0.1.0: {worse or 'none'}")
-    common.write_results("context_bench", {"fixture": str(FIXTURE.relative_to(REPO)), "baseline": commit},
-                         {"v0.1.0": before, "current": after, "worse_than_baseline": worse})
+    print(
+        f"\ncurrent: full recall on {sum(after[n]['recall_full'] for n in fits)}/{len(fits)} cases whose table fits the budget; "
+        f"duplicated evidence {sum(a['dup'] for a in after.values())}; "
+        f"tokens over budget where the table fits {sum(after[n]['over'] for n in fits)}; "
+        f"cases worse than v0.1.0: {worse or 'none'}"
+    )
+    common.write_results(
+        "context_bench",
+        {"fixture": str(FIXTURE.relative_to(REPO)), "baseline": commit},
+        {"v0.1.0": before, "current": after, "worse_than_baseline": worse},
+    )
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ def run_arm(src: Path, root: Path, world: Path, budget: int, limit: int) -> dict
     sys.path.insert(0, str(src))
     sys.path.insert(0, str(BENCH))
     from context_bench import blocks
+
     from demarkus.graph import GraphStore
     from demarkus.index.query import content_words
     from demarkus.mcp.server import LocalResolver
@@ -56,8 +57,11 @@ def run_arm(src: Path, root: Path, world: Path, budget: int, limit: int) -> dict
             unique = {(e["path"], e["quote"]) for e in items}
             found = sum(1 for path, quote in unique if any(p == path and quote in t for p, _, t in framed))
             out[q["id"]] = {
-                "category": q["category"], "quotes": len(unique), "found": found,
-                "all": bool(unique) and found == len(unique), "tokens": count_tokens(text),
+                "category": q["category"],
+                "quotes": len(unique),
+                "found": found,
+                "all": bool(unique) and found == len(unique),
+                "tokens": count_tokens(text),
                 "related_blocks": sum(1 for _, frame, _ in framed if " (via " in frame),
             }
 
@@ -71,7 +75,9 @@ def baseline_commit() -> str:
 
 def baseline_src(tmp: Path) -> Path:
     """v0.1.0's `src` (the `bench/BASELINE` commit), extracted under `tmp`."""
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", baseline_commit(), "src"], capture_output=True, check=True)
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", baseline_commit(), "src"], capture_output=True, check=True
+    )
     subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive.stdout, check=True)
     return tmp / "src"
 
@@ -80,15 +86,30 @@ def load_store(world: Path, root: Path) -> None:
     sys.path.insert(0, str(BENCH))
     import common
 
-    subprocess.run([*common.DEMARKUS, "world", "load", str(world), "--root", str(root)], check=True, capture_output=True)
+    subprocess.run(
+        [*common.DEMARKUS, "world", "load", str(world), "--root", str(root)], check=True, capture_output=True
+    )
 
 
 def arm(src: Path, root: Path, world: Path, budget: int, limit: int) -> dict:
     """`run_arm` in its own interpreter, so each arm imports its own `src`."""
     done = subprocess.run(
-        [sys.executable, __file__, "--world", str(world), "--budget", str(budget), "--limit", str(limit),
-         "--arm", str(src), str(root)],
-        capture_output=True, text=True, check=True,
+        [
+            sys.executable,
+            __file__,
+            "--world",
+            str(world),
+            "--budget",
+            str(budget),
+            "--limit",
+            str(limit),
+            "--arm",
+            str(src),
+            str(root),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return json.loads(done.stdout)
 
@@ -110,39 +131,77 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="demarkus-evidence-") as tmp:
         root = Path(tmp) / "store"
         load_store(args.world, root)
-        arms = {name: arm(src, root, args.world, args.budget, args.limit)
-                for name, src in (("v0.1.0", baseline_src(Path(tmp))), ("current", REPO / "src"))}
+        arms = {
+            name: arm(src, root, args.world, args.budget, args.limit)
+            for name, src in (("v0.1.0", baseline_src(Path(tmp))), ("current", REPO / "src"))
+        }
     before, after = arms["v0.1.0"], arms["current"]
-    rows = [[qid, b["category"], f"{b['found']}/{b['quotes']}", f"{after[qid]['found']}/{b['quotes']}",
-             b["tokens"], after[qid]["tokens"], after[qid]["related_blocks"]] for qid, b in before.items()]
-    common.print_table(f"evidence quotes inside one lookup (budget {args.budget}, limit {args.limit})",
-                       ["question", "category", "v0.1.0", "current", "tokens 0.1", "tokens now", "related"], rows)
+    rows = [
+        [
+            qid,
+            b["category"],
+            f"{b['found']}/{b['quotes']}",
+            f"{after[qid]['found']}/{b['quotes']}",
+            b["tokens"],
+            after[qid]["tokens"],
+            after[qid]["related_blocks"],
+        ]
+        for qid, b in before.items()
+    ]
+    common.print_table(
+        f"evidence quotes inside one lookup (budget {args.budget}, limit {args.limit})",
+        ["question", "category", "v0.1.0", "current", "tokens 0.1", "tokens now", "related"],
+        rows,
+    )
     by_category = {}
     for cat in sorted({b["category"] for b in before.values()}):
         ids = [q for q, b in before.items() if b["category"] == cat]
         by_category[cat] = {
-            arm: {"questions_all_quotes": sum(r[q]["all"] for q in ids),
-                  "quotes_found": sum(r[q]["found"] for q in ids), "quotes": sum(r[q]["quotes"] for q in ids)}
+            arm: {
+                "questions_all_quotes": sum(r[q]["all"] for q in ids),
+                "quotes_found": sum(r[q]["found"] for q in ids),
+                "quotes": sum(r[q]["quotes"] for q in ids),
+            }
             for arm, r in (("v0.1.0", before), ("current", after))
         }
-    common.print_table("by category", ["category", "v0.1.0 quotes", "current quotes", "v0.1.0 all", "current all"],
-                       [[c, f"{v['v0.1.0']['quotes_found']}/{v['v0.1.0']['quotes']}",
-                         f"{v['current']['quotes_found']}/{v['current']['quotes']}",
-                         v["v0.1.0"]["questions_all_quotes"], v["current"]["questions_all_quotes"]]
-                        for c, v in by_category.items()])
+    common.print_table(
+        "by category",
+        ["category", "v0.1.0 quotes", "current quotes", "v0.1.0 all", "current all"],
+        [
+            [
+                c,
+                f"{v['v0.1.0']['quotes_found']}/{v['v0.1.0']['quotes']}",
+                f"{v['current']['quotes_found']}/{v['current']['quotes']}",
+                v["v0.1.0"]["questions_all_quotes"],
+                v["current"]["questions_all_quotes"],
+            ]
+            for c, v in by_category.items()
+        ],
+    )
     answerable = [q for q, b in before.items() if b["quotes"]]
     total_after = sum(after[q]["all"] for q in answerable)
     total_before = sum(before[q]["all"] for q in answerable)
-    print(f"\nquestions with every evidence quote inside the one result: v0.1.0 {total_before}/{len(answerable)}, "
-          f"current {total_after}/{len(answerable)}" + (" (target: at least 10 of 15)" if args.world.name == "peps" else ""))
+    print(
+        f"\nquestions with every evidence quote inside the one result: v0.1.0 {total_before}/{len(answerable)}, "
+        f"current {total_after}/{len(answerable)}"
+        + (" (target: at least 10 of 15)" if args.world.name == "peps" else "")
+    )
     for cat in MULTI:
         if cat in by_category:
             v = by_category[cat]
-            print(f"  {cat}: quotes {v['v0.1.0']['quotes_found']} -> {v['current']['quotes_found']} of {v['current']['quotes']}")
-    common.write_results(f"evidence_{args.world.name}_b{args.budget}_l{args.limit}",
-                         {"world": str(args.world), "budget": args.budget, "limit": args.limit, "baseline": commit},
-                         {"v0.1.0": before, "current": after, "by_category": by_category,
-                          "all_quotes": {"v0.1.0": total_before, "current": total_after, "answerable": len(answerable)}})
+            print(
+                f"  {cat}: quotes {v['v0.1.0']['quotes_found']} -> {v['current']['quotes_found']} of {v['current']['quotes']}"
+            )
+    common.write_results(
+        f"evidence_{args.world.name}_b{args.budget}_l{args.limit}",
+        {"world": str(args.world), "budget": args.budget, "limit": args.limit, "baseline": commit},
+        {
+            "v0.1.0": before,
+            "current": after,
+            "by_category": by_category,
+            "all_quotes": {"v0.1.0": total_before, "current": total_after, "answerable": len(answerable)},
+        },
+    )
 
 
 if __name__ == "__main__":

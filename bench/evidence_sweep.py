@@ -23,7 +23,12 @@ REPO = BENCH.parent
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--world", type=Path, action="append", help="a world directory (repeat; default every visible world: peps, eth, rust, demo)")
+    parser.add_argument(
+        "--world",
+        type=Path,
+        action="append",
+        help="a world directory (repeat; default every visible world: peps, eth, rust, demo)",
+    )
     parser.add_argument("--budgets", type=int, nargs="+", default=[1000, 1500, 2000, 3000])
     parser.add_argument("--limits", type=int, nargs="+", default=[3, 10])
     args = parser.parse_args()
@@ -47,21 +52,37 @@ def main() -> None:
                     for name, src in arms.items():
                         per = arm(src, root, world, budget, limit)
                         answerable = [q for q in per.values() if q["quotes"]]
-                        found[name] = {"all_quotes": sum(q["all"] for q in answerable), "answerable": len(answerable),
-                                       "quotes_found": sum(q["found"] for q in answerable),
-                                       "quotes": sum(q["quotes"] for q in answerable)}
+                        found[name] = {
+                            "all_quotes": sum(q["all"] for q in answerable),
+                            "answerable": len(answerable),
+                            "quotes_found": sum(q["found"] for q in answerable),
+                            "quotes": sum(q["quotes"] for q in answerable),
+                        }
                         totals[name] += found[name]["all_quotes"]
                     before, after = found["v0.1.0"], found["current"]
-                    rows.append([world.name, limit, budget, f"{before['all_quotes']}/{before['answerable']}",
-                                 f"{after['all_quotes']}/{after['answerable']}",
-                                 f"{before['quotes_found']}/{before['quotes']}", f"{after['quotes_found']}/{after['quotes']}"])
+                    rows.append(
+                        [
+                            world.name,
+                            limit,
+                            budget,
+                            f"{before['all_quotes']}/{before['answerable']}",
+                            f"{after['all_quotes']}/{after['answerable']}",
+                            f"{before['quotes_found']}/{before['quotes']}",
+                            f"{after['quotes_found']}/{after['quotes']}",
+                        ]
+                    )
                     results.append({"world": world.name, "limit": limit, "budget": budget, **found})
-    common.print_table("questions with every evidence quote inside one lookup",
-                       ["world", "limit", "budget", "v0.1.0 all", "current all", "v0.1.0 quotes", "current quotes"], rows)
+    common.print_table(
+        "questions with every evidence quote inside one lookup",
+        ["world", "limit", "budget", "v0.1.0 all", "current all", "v0.1.0 quotes", "current quotes"],
+        rows,
+    )
     print(f"\nsummed over the {len(rows)} settings: v0.1.0 {totals['v0.1.0']}, current {totals['current']}")
-    common.write_results("evidence_sweep", {"worlds": [str(w) for w in worlds], "budgets": args.budgets,
-                                            "limits": args.limits, "baseline": commit},
-                         {"settings": results, "totals": totals})
+    common.write_results(
+        "evidence_sweep",
+        {"worlds": [str(w) for w in worlds], "budgets": args.budgets, "limits": args.limits, "baseline": commit},
+        {"settings": results, "totals": totals},
+    )
 
 
 if __name__ == "__main__":

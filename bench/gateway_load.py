@@ -64,8 +64,15 @@ class Sample:
 
 def load(world: Path, root: Path, env: dict[str, str]) -> float:
     started = time.perf_counter()
-    done = subprocess.run([*common.DEMARKUS, "world", "load", str(world), "--root", str(root)],
-                          capture_output=True, text=True, env=env, timeout=LOAD_TIMEOUT, check=False, cwd=common.REPO)
+    done = subprocess.run(
+        [*common.DEMARKUS, "world", "load", str(world), "--root", str(root)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=LOAD_TIMEOUT,
+        check=False,
+        cwd=common.REPO,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"world load {world} failed ({done.returncode}): {done.stderr[-2000:]}")
     return time.perf_counter() - started
@@ -74,7 +81,11 @@ def load(world: Path, root: Path, env: dict[str, str]) -> float:
 def start_authority(root: Path, port: int, env: dict[str, str], log: Path) -> tuple[subprocess.Popen[str], int]:
     proc = subprocess.Popen(
         [*common.DEMARKUS, "serve", "--root", str(root), "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.PIPE, stderr=log.open("a"), text=True, env=env, cwd=common.REPO,
+        stdout=subprocess.PIPE,
+        stderr=log.open("a"),
+        text=True,
+        env=env,
+        cwd=common.REPO,
     )
     found = common.wait_for_line(proc, common.LISTENING)
     return proc, int(found.group(1).rsplit(":", 1)[1])
@@ -104,18 +115,35 @@ def gateway_config(peps_port: int, demo_port: int, cert: Path, tokens: list[str]
     return "\n".join(lines) + "\n"
 
 
-async def caller(index: int, url: str, token: str, queries: list[str], deadline: float, t0: float,
-                 samples: list[Sample]) -> None:
+async def caller(
+    index: int, url: str, token: str, queries: list[str], deadline: float, t0: float, samples: list[Sample]
+) -> None:
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=CALL_TIMEOUT)
     async with http, Client(streamable_http_client(url + "/", http_client=http)) as client:  # type: ignore[arg-type]
         turn = index  # callers start at different queries
         while time.monotonic() < deadline:
             if turn % 4 == 3:
-                world, args = "demo", {"query": DEMO_QUERIES[turn % len(DEMO_QUERIES)], "url": "mark://demo/",
-                                       "match": "body", "limit": 5, "budget": 800}
+                world, args = (
+                    "demo",
+                    {
+                        "query": DEMO_QUERIES[turn % len(DEMO_QUERIES)],
+                        "url": "mark://demo/",
+                        "match": "body",
+                        "limit": 5,
+                        "budget": 800,
+                    },
+                )
             else:
-                world, args = "peps", {"query": queries[turn % len(queries)], "url": "mark://peps/peps",
-                                       "match": "body", "limit": 5, "budget": 1500}
+                world, args = (
+                    "peps",
+                    {
+                        "query": queries[turn % len(queries)],
+                        "url": "mark://peps/peps",
+                        "match": "body",
+                        "limit": 5,
+                        "budget": 1500,
+                    },
+                )
             turn += 1
             started = time.monotonic()
             try:
@@ -129,8 +157,16 @@ async def caller(index: int, url: str, token: str, queries: list[str], deadline:
             samples.append(Sample(index, world, started - t0, time.monotonic() - started, ok, error[:300]))
 
 
-async def chaos(root: Path, port: int, env: dict[str, str], log: Path, state: dict[str, object],
-                kill_at: float, restart_at: float, t0: float) -> None:
+async def chaos(
+    root: Path,
+    port: int,
+    env: dict[str, str],
+    log: Path,
+    state: dict[str, object],
+    kill_at: float,
+    restart_at: float,
+    t0: float,
+) -> None:
     """Kill the PEPs authority at kill_at and start it again (same port) at restart_at."""
     await asyncio.sleep(max(0.0, t0 + kill_at - time.monotonic()))
     proc: subprocess.Popen[str] = state["peps"]  # type: ignore[assignment]
@@ -150,8 +186,13 @@ def summarize(chosen: list[Sample], span: float) -> dict[str, object]:
     ok = [s.seconds for s in chosen if s.ok]
     latency = common.latency_summary_ms(ok) if ok else {"p50_ms": None, "p99_ms": None}
     return {
-        "seconds": round(span, 1), "calls": len(chosen), "ok": len(ok), "errors": len(chosen) - len(ok),
-        "ok_per_s": round(len(ok) / max(span, 1e-9), 2), "p50_ms": latency["p50_ms"], "p99_ms": latency["p99_ms"],
+        "seconds": round(span, 1),
+        "calls": len(chosen),
+        "ok": len(ok),
+        "errors": len(chosen) - len(ok),
+        "ok_per_s": round(len(ok) / max(span, 1e-9), 2),
+        "p50_ms": latency["p50_ms"],
+        "p99_ms": latency["p99_ms"],
     }
 
 
@@ -166,8 +207,13 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--max-upstream", type=int, default=32)
     parser.add_argument("--quick", action="store_true", help="10 callers for 15 s (smoke run; results not kept)")
-    parser.add_argument("--wait-quiet", type=float, default=0.0, metavar="SECONDS",
-                        help="before the run, wait up to this long for other processes to go idle")
+    parser.add_argument(
+        "--wait-quiet",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="before the run, wait up to this long for other processes to go idle",
+    )
     args = parser.parse_args()
     if args.quick:
         args.callers, args.seconds = 10, 15.0
@@ -192,12 +238,22 @@ def main() -> None:
         config = tmp / "gateway.toml"
         config.write_text(gateway_config(peps_port, demo_port, cert, tokens, args.max_upstream), encoding="utf-8")
         access = tmp / "access.log"
-        gateway = subprocess.Popen([sys.executable, "-m", "demarkus.gateway.cli", "--config", str(config), "--port", "0"],
-                                   stdout=subprocess.PIPE, stderr=access.open("w"), text=True, env=env, cwd=common.REPO)
+        gateway = subprocess.Popen(
+            [sys.executable, "-m", "demarkus.gateway.cli", "--config", str(config), "--port", "0"],
+            stdout=subprocess.PIPE,
+            stderr=access.open("w"),
+            text=True,
+            env=env,
+            cwd=common.REPO,
+        )
         procs.append(gateway)
         url = common.wait_for_line(gateway, GATEWAY_LISTENING).group(1)
-        print(f"gateway at {url}; {args.callers} callers for {args.seconds:.0f} s; PEPs authority killed at "
-              f"{kill_at:.0f} s, restarted at {restart_at:.0f} s", file=sys.stderr, flush=True)
+        print(
+            f"gateway at {url}; {args.callers} callers for {args.seconds:.0f} s; PEPs authority killed at "
+            f"{kill_at:.0f} s, restarted at {restart_at:.0f} s",
+            file=sys.stderr,
+            flush=True,
+        )
 
         samples: list[Sample] = []
 
@@ -210,8 +266,15 @@ def main() -> None:
             )
 
         common.wait_for_quiet(args.wait_quiet)
-        cpu_before = {name: common.process_cpu_seconds(p.pid) for name, p in (("gateway", gateway), ("demo", demo), ("peps", peps))}
-        busy_before, own_before, drops_before = common.system_busy_seconds(), time.process_time(), common.udp_receive_drops()
+        cpu_before = {
+            name: common.process_cpu_seconds(p.pid)
+            for name, p in (("gateway", gateway), ("demo", demo), ("peps", peps))
+        }
+        busy_before, own_before, drops_before = (
+            common.system_busy_seconds(),
+            time.process_time(),
+            common.udp_receive_drops(),
+        )
         wall = time.perf_counter()
         asyncio.run(run())
         wall = time.perf_counter() - wall
@@ -222,13 +285,21 @@ def main() -> None:
         procs.append(restarted_peps)
         memory = {
             "gateway_peak_rss_mib": peak_rss_mib(gateway.pid),
-            "peps_authority_peak_rss_mib": max(float(state.get("peak_peps_rss_mib", 0.0)), peak_rss_mib(restarted_peps.pid)),  # type: ignore[arg-type]
+            "peps_authority_peak_rss_mib": max(
+                float(state.get("peak_peps_rss_mib", 0.0)), peak_rss_mib(restarted_peps.pid)
+            ),  # type: ignore[arg-type]
             "demo_authority_peak_rss_mib": peak_rss_mib(demo.pid),
         }
-        cpu = {f"{name}_cpu_s": round(common.process_cpu_seconds(p.pid) - cpu_before[name], 1)
-               for name, p in (("gateway", gateway), ("demo", demo))}
-        cpu["peps_cpu_s"] = round(float(state.get("peps_cpu_first", 0.0)) - cpu_before["peps"]  # type: ignore[arg-type]
-                                  + common.process_cpu_seconds(restarted_peps.pid), 1)
+        cpu = {
+            f"{name}_cpu_s": round(common.process_cpu_seconds(p.pid) - cpu_before[name], 1)
+            for name, p in (("gateway", gateway), ("demo", demo))
+        }
+        cpu["peps_cpu_s"] = round(
+            float(state.get("peps_cpu_first", 0.0))
+            - cpu_before["peps"]  # type: ignore[arg-type]
+            + common.process_cpu_seconds(restarted_peps.pid),
+            1,
+        )
         cpu["bench_client_cpu_s"] = round(own_cpu, 1)
         cpu["machine_busy_cores"] = round(busy / wall, 2)
         cpu["udp_receive_drops"] = drops
@@ -239,8 +310,11 @@ def main() -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
     killed, restarted = float(state["killed"]), float(state["restarted"])  # type: ignore[arg-type]
-    after_restart = sorted(s.started + s.seconds for s in samples if s.world == "peps" and s.ok and s.started + s.seconds >= restarted)
+    after_restart = sorted(
+        s.started + s.seconds for s in samples if s.world == "peps" and s.ok and s.started + s.seconds >= restarted
+    )
     recovered = after_restart[0] if after_restart else args.seconds
+
     # Phases by each call's whole run: done before the kill; overlapping [kill, first PEPs
     # success after the restart]; started after that. Every call is in exactly one.
     def phase_of(s: Sample) -> str:
@@ -256,8 +330,17 @@ def main() -> None:
         for world in ("peps", "demo"):
             summary = summarize([s for s in samples if s.world == world and phase_of(s) == phase], span)
             results_phases[f"{phase} / {world}"] = summary
-            table.append([phase, world, summary["calls"], summary["errors"], summary["ok_per_s"],
-                          summary["p50_ms"], summary["p99_ms"]])
+            table.append(
+                [
+                    phase,
+                    world,
+                    summary["calls"],
+                    summary["errors"],
+                    summary["ok_per_s"],
+                    summary["p50_ms"],
+                    summary["p99_ms"],
+                ]
+            )
     whole = {world: summarize([s for s in samples if s.world == world], args.seconds) for world in ("peps", "demo")}
     hit = [s for s in samples if s.world == "peps" and phase_of(s) == "outage"]
     hit_ids = {id(s) for s in hit}
@@ -266,7 +349,12 @@ def main() -> None:
     errors: dict[str, int] = {}
     for s in samples:
         if not s.ok:
-            key = f"{s.world}: " + re.sub(r"\d+(\.\d+)? s ago", "N s ago", s.error.replace("Error executing tool mark_lookup: ", ""))[:160]
+            key = (
+                f"{s.world}: "
+                + re.sub(r"\d+(\.\d+)? s ago", "N s ago", s.error.replace("Error executing tool mark_lookup: ", ""))[
+                    :160
+                ]
+            )
             errors[key] = errors.get(key, 0) + 1
     everything = summarize(samples, args.seconds)
     timeline = []
@@ -284,38 +372,87 @@ def main() -> None:
         f"gateway_load: {args.callers} callers, budgeted mark_lookup for {args.seconds:.0f} s "
         f"(PEPs authority killed at {killed:.1f} s, restarted at {restarted:.1f} s, first PEPs success at {recovered:.1f} s)",
         ["phase", "world", "calls", "errors", "ok/s", "p50 ms", "p99 ms"],
-        table + [["whole run", w, whole[w]["calls"], whole[w]["errors"], whole[w]["ok_per_s"], whole[w]["p50_ms"],
-                  whole[w]["p99_ms"]] for w in ("peps", "demo")],
+        table
+        + [
+            [
+                "whole run",
+                w,
+                whole[w]["calls"],
+                whole[w]["errors"],
+                whole[w]["ok_per_s"],
+                whole[w]["p50_ms"],
+                whole[w]["p99_ms"],
+            ]
+            for w in ("peps", "demo")
+        ],
     )
     common.print_table(
-        "timeline (by call start)", ["from s", "peps calls", "peps errors", "peps p50", "peps p99", "demo calls", "demo errors", "demo p99"],
-        [[r["from_s"], r["peps"]["calls"], r["peps"]["errors"], r["peps"]["p50_ms"], r["peps"]["p99_ms"],  # type: ignore[index]
-          r["demo"]["calls"], r["demo"]["errors"], r["demo"]["p99_ms"]] for r in timeline],  # type: ignore[index]
+        "timeline (by call start)",
+        ["from s", "peps calls", "peps errors", "peps p50", "peps p99", "demo calls", "demo errors", "demo p99"],
+        [
+            [
+                r["from_s"],
+                r["peps"]["calls"],
+                r["peps"]["errors"],
+                r["peps"]["p50_ms"],
+                r["peps"]["p99_ms"],  # type: ignore[index]
+                r["demo"]["calls"],
+                r["demo"]["errors"],
+                r["demo"]["p99_ms"],
+            ]
+            for r in timeline
+        ],  # type: ignore[index]
     )
     common.print_table("errors (message, count)", ["message", "count"], sorted(errors.items(), key=lambda kv: -kv[1]))
     common.print_table(
-        "totals", ["measure", "value"],
-        [["calls, all", everything["calls"]], ["throughput, ok calls/s (whole run)", everything["ok_per_s"]],
-         ["throughput, ok calls/s (outside the outage)", steady["ok_per_s"]],
-         ["p50 / p99 ms (calls outside the outage)", f"{steady['p50_ms']} / {steady['p99_ms']}"],
-         ["errors on calls the outage did not touch (target 0)", len(healthy_errors)],
-         ["errors on PEPs calls overlapping the outage (expected)", everything["errors"] - len(healthy_errors)],  # type: ignore[operator]
-         ["recovery: restart ready -> first PEPs success, s", round(recovered - restarted, 2)],
-         *[[k, v] for k, v in memory.items()], *[[k, v] for k, v in cpu.items()],
-         ["access-log tool lines", access_lines], ["world loads, s", round(load_seconds, 1)], ["wall, s", round(wall, 1)]],
+        "totals",
+        ["measure", "value"],
+        [
+            ["calls, all", everything["calls"]],
+            ["throughput, ok calls/s (whole run)", everything["ok_per_s"]],
+            ["throughput, ok calls/s (outside the outage)", steady["ok_per_s"]],
+            ["p50 / p99 ms (calls outside the outage)", f"{steady['p50_ms']} / {steady['p99_ms']}"],
+            ["errors on calls the outage did not touch (target 0)", len(healthy_errors)],
+            ["errors on PEPs calls overlapping the outage (expected)", everything["errors"] - len(healthy_errors)],  # type: ignore[operator]
+            ["recovery: restart ready -> first PEPs success, s", round(recovered - restarted, 2)],
+            *[[k, v] for k, v in memory.items()],
+            *[[k, v] for k, v in cpu.items()],
+            ["access-log tool lines", access_lines],
+            ["world loads, s", round(load_seconds, 1)],
+            ["wall, s", round(wall, 1)],
+        ],
     )
     common.write_results(
         NAME,
-        {"world": str(args.world), "callers": args.callers, "seconds": args.seconds, "kill_at_s": kill_at,
-         "restart_at_s": restart_at, "max_upstream": args.max_upstream, "upstream_timeout_s": 5, "upstream_answer_timeout_s": 30,
-         "upstream_wait_s": 10,
-         "call": "mark_lookup match=body limit=5: PEPs questions budget 1500 (3 of 4 calls), demo queries budget 800",
-         "client": "mcp SDK streamable HTTP client per caller, in the bench process (same machine)"},
-        {"phases": results_phases, "whole_run": whole, "all": everything, "outside_outage": steady,
-         "errors_outside_outage": len(healthy_errors), "errors_in_outage": len([x for x in hit if not x.ok]),
-         "errors": errors,
-         "killed_at_s": round(killed, 2), "restarted_at_s": round(restarted, 2), "recovered_at_s": round(recovered, 2),
-         "memory": memory, "cpu": cpu, "access_log_tool_lines": access_lines, "timeline": timeline},
+        {
+            "world": str(args.world),
+            "callers": args.callers,
+            "seconds": args.seconds,
+            "kill_at_s": kill_at,
+            "restart_at_s": restart_at,
+            "max_upstream": args.max_upstream,
+            "upstream_timeout_s": 5,
+            "upstream_answer_timeout_s": 30,
+            "upstream_wait_s": 10,
+            "call": "mark_lookup match=body limit=5: PEPs questions budget 1500 (3 of 4 calls), demo queries budget 800",
+            "client": "mcp SDK streamable HTTP client per caller, in the bench process (same machine)",
+        },
+        {
+            "phases": results_phases,
+            "whole_run": whole,
+            "all": everything,
+            "outside_outage": steady,
+            "errors_outside_outage": len(healthy_errors),
+            "errors_in_outage": len([x for x in hit if not x.ok]),
+            "errors": errors,
+            "killed_at_s": round(killed, 2),
+            "restarted_at_s": round(restarted, 2),
+            "recovered_at_s": round(recovered, 2),
+            "memory": memory,
+            "cpu": cpu,
+            "access_log_tool_lines": access_lines,
+            "timeline": timeline,
+        },
         keep=not args.quick,
     )
 

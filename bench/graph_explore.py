@@ -119,9 +119,7 @@ def main() -> None:
             for case, fn in cases.items():
                 summary = latency_summary_ms(timed(fn, args.iterations))
                 results[f"{name} {case}"] = {"incoming_edges": incoming, **summary}
-                rows.append(
-                    [name, incoming, case, summary["p50_ms"], summary["p99_ms"], summary["max_ms"]]
-                )
+                rows.append([name, incoming, case, summary["p50_ms"], summary["p99_ms"], summary["max_ms"]])
 
         rng = random.Random(11)
 

@@ -112,16 +112,12 @@ def generate_world(
                 subtopic = rng.choice(shared[cluster]).subtopic
             else:
                 subtopic = tuple(vocab.band(rng, 100, 6_000, 5))
-            heading_words = rng.sample(subtopic, rng.choice((1, 2))) + vocab.band(
-                rng, 20, 2000, rng.choice((1, 2))
-            )
+            heading_words = rng.sample(subtopic, rng.choice((1, 2))) + vocab.band(rng, 20, 2000, rng.choice((1, 2)))
             rng.shuffle(heading_words)
             heading = " ".join(heading_words[:4]).capitalize()
             length = rng.randint(40, 250)
             # one section in five dwells on a single word (an overview repeating a term)
-            focus = (
-                rng.choice(vocab.band(rng, 100, 6_000, 1) + topic) if rng.random() < 0.2 else None
-            )
+            focus = rng.choice(vocab.band(rng, 100, 6_000, 1) + topic) if rng.random() < 0.2 else None
             words: list[str] = []
             for w in vocab.draw(rng, length):
                 roll = rng.random()
@@ -243,9 +239,7 @@ def load_peps(root: Path) -> float:
     return time.perf_counter() - start
 
 
-def latency_queries(
-    vocab: Vocabulary, world: list[GenDocument], n: int, seed: int = 5
-) -> list[str]:
+def latency_queries(vocab: Vocabulary, world: list[GenDocument], n: int, seed: int = 5) -> list[str]:
     """2-3 word queries: heading words, mid-frequency words and a common word now and then."""
     rng = random.Random(seed)
     queries = []
@@ -362,8 +356,7 @@ def run_build(args: argparse.Namespace) -> None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print_table(
-        "Section index build and search (search: 10 rows with snippets; generated: 50 queries"
-        " of 2-3 words x3)",
+        "Section index build and search (search: 10 rows with snippets; generated: 50 queries of 2-3 words x3)",
         ["world", "docs", "rows", "build s", "rows/s", "db MB", "p50 ms", "p99 ms"],
         rows_out,
     )
@@ -409,8 +402,7 @@ def run_tune(args: argparse.Namespace) -> None:
     grid.sort(key=lambda g: (-g["mrr"], -g["top3"]))
     default = Ranking()
     print_table(
-        f"Ranking grid on {len(questions)} generated questions, {len(world)} generated documents"
-        " (best 15 by MRR)",
+        f"Ranking grid on {len(questions)} generated questions, {len(world)} generated documents (best 15 by MRR)",
         ["title", "trail", "coord^", "idf coord", "MRR", "top1", "top3", "top10"],
         [
             [
@@ -433,10 +425,7 @@ def run_tune(args: argparse.Namespace) -> None:
             default.coord_power,
             default.idf_coord,
         ):
-            print(
-                f"\ndefault {default}: MRR {g['mrr']} top1 {g['top1']} top3 {g['top3']}"
-                f" top10 {g['top10']}"
-            )
+            print(f"\ndefault {default}: MRR {g['mrr']} top1 {g['top1']} top3 {g['top3']} top10 {g['top10']}")
     # scratch only: bench/results/ keeps the build bench, the tuning grid stays local
     OUT.mkdir(parents=True, exist_ok=True)
     target = OUT / "index_tune.json"

@@ -110,8 +110,17 @@ def main() -> None:
         ["path", "n", "p50", "p99"],
         [[k, v["n"], v["p50_ms"], v["p99_ms"]] for k, v in results.items() if isinstance(v, dict)],
     )
-    common.write_results(NAME, {"world": str(args.world), "scope": SCOPE, "queries": list(QUERIES),
-                                "budget": args.budget, "limit_budgeted": 3}, results)
+    common.write_results(
+        NAME,
+        {
+            "world": str(args.world),
+            "scope": SCOPE,
+            "queries": list(QUERIES),
+            "budget": args.budget,
+            "limit_budgeted": 3,
+        },
+        results,
+    )
 
 
 if __name__ == "__main__":

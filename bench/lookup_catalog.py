@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 import common
+
 from demarkus.client import Client
 from demarkus.protocol import Request, Response, Verb
 from demarkus.service import Service
@@ -60,7 +61,11 @@ def load_world(world: Path, root: Path, env: dict[str, str]) -> float:
     started = time.perf_counter()
     done = subprocess.run(
         [*common.DEMARKUS, "world", "load", str(world), "--root", str(root)],
-        capture_output=True, text=True, env=env, timeout=LOAD_TIMEOUT, check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=LOAD_TIMEOUT,
+        check=False,
     )
     if done.returncode != 0:
         raise RuntimeError(f"world load failed ({done.returncode}): {done.stderr[-2000:]}")
@@ -77,7 +82,9 @@ def check(query: str, response: Response) -> int:
     return int(response.metadata.get("matches", "0"))
 
 
-def bench_in_process(root: Path, iterations: int) -> tuple[float, dict[str, list[float]], dict[str, int], dict[str, int]]:
+def bench_in_process(
+    root: Path, iterations: int
+) -> tuple[float, dict[str, list[float]], dict[str, int], dict[str, int]]:
     started = time.perf_counter()
     service = Service.open(root)  # untrusted, no token store: public reads, as `serve` runs
     opened = time.perf_counter() - started
@@ -128,8 +135,13 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=100, help="in-process passes over the queries")
     parser.add_argument("--quic-iterations", type=int, default=40, help="QUIC passes over the queries")
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--wait-quiet", type=float, default=0.0, metavar="SECONDS",
-                        help="before each phase, wait up to this long for other processes to go idle")
+    parser.add_argument(
+        "--wait-quiet",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="before each phase, wait up to this long for other processes to go idle",
+    )
     args = parser.parse_args()
     if args.quick:
         args.iterations, args.quic_iterations = 10, 5
@@ -165,10 +177,15 @@ def main() -> None:
     rows = []
     for query in QUERIES:
         lo, re_ = common.latency_summary_ms(local[query]), common.latency_summary_ms(remote[query])
-        rows.append({
-            "query": query, "matches": matches[query], "body_bytes": sizes[query],
-            "in_process": lo, "quic": re_,
-        })
+        rows.append(
+            {
+                "query": query,
+                "matches": matches[query],
+                "body_bytes": sizes[query],
+                "in_process": lo,
+                "quic": re_,
+            }
+        )
     all_local = [v for q in QUERIES for v in local[q]]
     all_remote = [v for q in QUERIES for v in remote[q]]
     overall = {
@@ -178,18 +195,38 @@ def main() -> None:
     common.print_table(
         f"LOOKUP match=catalog scope={SCOPE} on {args.world.name} (latency in ms)",
         ["query", "rows", "local p50", "local p99", "quic p50", "quic p99"],
-        [[r["query"], r["matches"], r["in_process"]["p50_ms"], r["in_process"]["p99_ms"],
-          r["quic"]["p50_ms"], r["quic"]["p99_ms"]] for r in rows]
-        + [["(all queries)", "", overall["in_process"]["p50_ms"], overall["in_process"]["p99_ms"],
-            overall["quic"]["p50_ms"], overall["quic"]["p99_ms"]]],
+        [
+            [
+                r["query"],
+                r["matches"],
+                r["in_process"]["p50_ms"],
+                r["in_process"]["p99_ms"],
+                r["quic"]["p50_ms"],
+                r["quic"]["p99_ms"],
+            ]
+            for r in rows
+        ]
+        + [
+            [
+                "(all queries)",
+                "",
+                overall["in_process"]["p50_ms"],
+                overall["in_process"]["p99_ms"],
+                overall["quic"]["p50_ms"],
+                overall["quic"]["p99_ms"],
+            ]
+        ],
     )
     common.print_table(
         "set-up",
         ["step", "value"],
-        [["world load (CLI), s", round(load_seconds, 2)], ["Service.open (catalog build), s", round(opened, 3)],
-         ["serve: start to listening, s", round(ready, 2)],
-         ["background cores, in-process phase", background["in_process"]],
-         ["background cores, QUIC phase", background["quic"]]],
+        [
+            ["world load (CLI), s", round(load_seconds, 2)],
+            ["Service.open (catalog build), s", round(opened, 3)],
+            ["serve: start to listening, s", round(ready, 2)],
+            ["background cores, in-process phase", background["in_process"]],
+            ["background cores, QUIC phase", background["quic"]],
+        ],
     )
     elapsed = time.perf_counter() - started
     print(f"\ntotal wall time {elapsed:.1f} s")
@@ -205,7 +242,7 @@ def main() -> None:
             "quick": args.quick,
             "wait_quiet_seconds": args.wait_quiet,
             "notes": "sequential requests; in process = Service.handle on an untrusted Service (public "
-                     "reads, like `serve` without tokens); QUIC = demarkus Client to a serve subprocess",
+            "reads, like `serve` without tokens); QUIC = demarkus Client to a serve subprocess",
         },
         {
             "queries": rows,

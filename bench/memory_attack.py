@@ -121,8 +121,18 @@ class Phase:
 
 async def start_server(store: Path, env: dict[str, str]) -> tuple[asyncio.subprocess.Process, str]:
     proc = await asyncio.create_subprocess_exec(
-        *common.DEMARKUS, "serve", "--root", str(store), "--host", "127.0.0.1", "--port", "0",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, env=env, cwd=common.REPO,
+        *common.DEMARKUS,
+        "serve",
+        "--root",
+        str(store),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        env=env,
+        cwd=common.REPO,
     )
     assert proc.stdout is not None
     async with asyncio.timeout(common.STARTUP_TIMEOUT):
@@ -147,8 +157,9 @@ async def stop(proc: asyncio.subprocess.Process) -> None:
 # --- the victim -------------------------------------------------------------------------
 
 
-async def victim(client: Any, phase: Phase, *, count: int, until: asyncio.Future[Any] | None,
-                 watch: Watch, limit: float) -> None:
+async def victim(
+    client: Any, phase: Phase, *, count: int, until: asyncio.Future[Any] | None, watch: Watch, limit: float
+) -> None:
     """Time lookups: `count` of them, or while `until` is pending (at least `count`)."""
     from demarkus.errors import TransportError
 
@@ -170,14 +181,35 @@ async def victim(client: Any, phase: Phase, *, count: int, until: asyncio.Future
         phase.latencies.append(time.perf_counter() - t0)
 
 
-async def attack(mode: str, url: str, cert: Path, env: dict[str, str], extra: Sequence[str],
-                 client: Any, phase: Phase, watch: Watch, lookups: int, limit: float) -> None:
+async def attack(
+    mode: str,
+    url: str,
+    cert: Path,
+    env: dict[str, str],
+    extra: Sequence[str],
+    client: Any,
+    phase: Phase,
+    watch: Watch,
+    lookups: int,
+    limit: float,
+) -> None:
     """Run an attacker subprocess while the victim is timed; the attacker holds its
     connection until the RSS after the phase is read."""
     proc = await asyncio.create_subprocess_exec(
-        common.PYTHON, __file__, "--attacker", mode, "--url", url, "--cert", str(cert), *extra,
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL, env=env, cwd=common.REPO,
+        common.PYTHON,
+        __file__,
+        "--attacker",
+        mode,
+        "--url",
+        url,
+        "--cert",
+        str(cert),
+        *extra,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        env=env,
+        cwd=common.REPO,
     )
 
     async def report() -> dict[str, Any]:
@@ -205,8 +237,9 @@ async def attack(mode: str, url: str, cert: Path, env: dict[str, str], extra: Se
         await stop(proc)
 
 
-async def measure(store: Path, env: dict[str, str], cert: Path, queries_file: Path,
-                  args: argparse.Namespace) -> dict[str, Any]:
+async def measure(
+    store: Path, env: dict[str, str], cert: Path, queries_file: Path, args: argparse.Namespace
+) -> dict[str, Any]:
     from demarkus.client import Client
 
     proc, url = await start_server(store, env)
@@ -233,14 +266,18 @@ async def measure(store: Path, env: dict[str, str], cert: Path, queries_file: Pa
                     break
                 phase = Phase(name)
                 phases.append(phase)
-                await attack(mode, url, cert, attacker_env, extra, client, phase, watch,
-                             args.attack_lookups, args.phase_limit)
+                await attack(
+                    mode, url, cert, attacker_env, extra, client, phase, watch, args.attack_lookups, args.phase_limit
+                )
     finally:
         hwm = watch.status("VmHWM")
         watch.stop()
         await stop(proc)
-    return {"phases": [summarise(p, phases[0]) for p in phases], "vm_hwm_mib": _mib(hwm or 0),
-            "killed_at_cap": watch.killed}
+    return {
+        "phases": [summarise(p, phases[0]) for p in phases],
+        "vm_hwm_mib": _mib(hwm or 0),
+        "killed_at_cap": watch.killed,
+    }
 
 
 def summarise(phase: Phase, quiet: Phase) -> dict[str, Any]:
@@ -316,15 +353,19 @@ async def flood(url: str, cert: Path, total: int) -> dict[str, Any]:
         connections += 1
         stack = contextlib.AsyncExitStack()
         flooder: Any = await stack.enter_async_context(
-            connect("127.0.0.1", target.port, configuration=config, create_protocol=Flooder))
-        ended = lambda: flooder._quic._close_event is not None  # noqa: E731
-        while sent < total and not ended():
+            connect("127.0.0.1", target.port, configuration=config, create_protocol=Flooder)
+        )
+        while sent < total and flooder._quic._close_event is None:
             stream_id = flooder._quic.get_next_available_stream_id()
             streams += 1
             flooder._quic.send_stream_data(stream_id, b"PUBLISH /flood.md\n")
             offered = 0
             stream = flooder._quic._streams[stream_id]
-            while stream_id not in flooder.stopped and not ended() and sent + stream.sender.highest_offset < total:
+            while (
+                stream_id not in flooder.stopped
+                and flooder._quic._close_event is None
+                and sent + stream.sender.highest_offset < total
+            ):
                 if offered < total - sent and len(stream.sender._buffer) < FLOOD_AHEAD:
                     flooder._quic.send_stream_data(stream_id, chunk)
                     offered += len(chunk)
@@ -341,9 +382,15 @@ async def flood(url: str, cert: Path, total: int) -> dict[str, Any]:
         else:
             held = stack
     await asyncio.gather(*closing, return_exceptions=True)
-    report = {"attacker": "flood", "bytes_sent_mib": _mib(sent), "streams": streams,
-              "stopped_by_server": stopped, "connections": connections, "answers": dict(statuses),
-              "seconds": round(time.perf_counter() - started, 2)}
+    report = {
+        "attacker": "flood",
+        "bytes_sent_mib": _mib(sent),
+        "streams": streams,
+        "stopped_by_server": stopped,
+        "connections": connections,
+        "answers": dict(statuses),
+        "seconds": round(time.perf_counter() - started, 2),
+    }
     print(json.dumps(report), flush=True)
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)  # hold on
     await held.aclose()
@@ -369,8 +416,12 @@ async def lookup_attack(url: str, cert: Path, queries: list[str]) -> dict[str, A
                     statuses["transport-error"] += 1
 
         await asyncio.gather(*(worker() for _ in range(4)))
-        report = {"attacker": "lookups", "queries": len(queries), "answers": dict(statuses),
-                  "seconds": round(time.perf_counter() - started, 2)}
+        report = {
+            "attacker": "lookups",
+            "queries": len(queries),
+            "answers": dict(statuses),
+            "seconds": round(time.perf_counter() - started, 2),
+        }
         print(json.dumps(report), flush=True)
         await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
     return report
@@ -399,8 +450,7 @@ def attack_queries(world: Path, large: int, exact: int, seed: int = 7) -> dict[s
             size += len(word) + 1
         return " ".join(out)
 
-    return {"large": [big() for _ in range(large)],
-            "exact": [" ".join(rng.sample(pool, TERMS)) for _ in range(exact)]}
+    return {"large": [big() for _ in range(large)], "exact": [" ".join(rng.sample(pool, TERMS)) for _ in range(exact)]}
 
 
 def attacker_main(args: argparse.Namespace) -> None:
@@ -418,7 +468,12 @@ def attacker_main(args: argparse.Namespace) -> None:
 def load(world: Path, store: Path, env: dict[str, str]) -> None:
     done = subprocess.run(
         [*common.DEMARKUS, "world", "load", str(world), "--root", str(store)],
-        capture_output=True, text=True, env=env, timeout=LOAD_TIMEOUT, check=False, cwd=common.REPO,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=LOAD_TIMEOUT,
+        check=False,
+        cwd=common.REPO,
     )
     if done.returncode != 0:
         raise RuntimeError(f"world load failed ({done.returncode}): {done.stderr[-2000:]}")
@@ -427,8 +482,13 @@ def load(world: Path, store: Path, env: dict[str, str]) -> None:
 def index_state() -> str:
     """Whether the index code measured differs from the commit (another change may land
     in the same tree)."""
-    done = subprocess.run(["git", "diff", "--stat", "--", "src/demarkus/index/"], cwd=common.REPO,
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        ["git", "diff", "--stat", "--", "src/demarkus/index/"],
+        cwd=common.REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     return done.stdout.strip().splitlines()[-1] if done.stdout.strip() else "unchanged"
 
 
@@ -437,8 +497,12 @@ def main() -> None:
     parser.add_argument("--world", type=Path, default=WORLD)
     parser.add_argument("--flood-mib", type=int, default=256)
     parser.add_argument("--lookups", type=int, default=50, help="victim lookups in the quiet phase")
-    parser.add_argument("--attack-lookups", type=int, default=20,
-                        help="least victim lookups in an attack phase (it goes on while the attack does)")
+    parser.add_argument(
+        "--attack-lookups",
+        type=int,
+        default=20,
+        help="least victim lookups in an attack phase (it goes on while the attack does)",
+    )
     parser.add_argument("--large-queries", type=int, default=60)
     parser.add_argument("--exact-queries", type=int, default=60)
     parser.add_argument("--rss-cap-mib", type=int, default=3072)
@@ -461,8 +525,12 @@ def main() -> None:
     old_tree = tmp / "old"
     trees = {f"before ({args.old})": old_tree, "current tree": common.REPO}
     results: dict[str, Any] = {}
-    subprocess.run(["git", "worktree", "add", "--detach", str(old_tree), args.old], cwd=common.REPO,
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["git", "worktree", "add", "--detach", str(old_tree), args.old],
+        cwd=common.REPO,
+        check=True,
+        capture_output=True,
+    )
     try:
         home = tmp / "home"
         from demarkus.tls import ensure_dev_certificate
@@ -479,28 +547,58 @@ def main() -> None:
             print(f"{label}: attacking ...", file=sys.stderr, flush=True)
             results[label] = asyncio.run(measure(store, env, cert, queries_file, args))
     finally:
-        subprocess.run(["git", "worktree", "remove", "--force", str(old_tree)], cwd=common.REPO,
-                       check=False, capture_output=True)
+        subprocess.run(
+            ["git", "worktree", "remove", "--force", str(old_tree)], cwd=common.REPO, check=False, capture_output=True
+        )
         subprocess.run(["git", "worktree", "prune"], cwd=common.REPO, check=False, capture_output=True)
         shutil.rmtree(tmp, ignore_errors=True)
     rows = []
     for label, run in results.items():
         for p in run["phases"]:
             note = "killed at the RSS cap" if p["killed"] else _note(p["attacker"])
-            rows.append([label, p["phase"], p["lookups"]["n"], p["lookups"]["p50_ms"], p["lookups"]["p99_ms"],
-                         p["p50_ratio"], p["p99_ratio"], p["rss_peak_mib"], p["rss_peak_ratio"],
-                         p["rss_after_mib"], note])
+            rows.append(
+                [
+                    label,
+                    p["phase"],
+                    p["lookups"]["n"],
+                    p["lookups"]["p50_ms"],
+                    p["lookups"]["p99_ms"],
+                    p["p50_ratio"],
+                    p["p99_ratio"],
+                    p["rss_peak_mib"],
+                    p["rss_peak_ratio"],
+                    p["rss_after_mib"],
+                    note,
+                ]
+            )
     common.print_table(
         f"Victim LOOKUP match=body latency (ms) and server RSS (MiB) under attack; ratios against the quiet "
         f"phase of the same server (index code: {index_state()})",
         ["server", "phase", "n", "p50", "p99", "p50 x", "p99 x", "RSS peak", "RSS x", "RSS after", "attacker"],
         rows,
     )
-    parameters = {key: getattr(args, key) for key in (
-        "flood_mib", "lookups", "attack_lookups", "large_queries", "exact_queries", "rss_cap_mib",
-        "phase_limit", "old")}
-    parameters.update({"world": args.world.name, "scope": SCOPE, "victim_queries": list(QUERIES),
-                       "index_state": index_state(), "cpu_count": os.cpu_count()})
+    parameters = {
+        key: getattr(args, key)
+        for key in (
+            "flood_mib",
+            "lookups",
+            "attack_lookups",
+            "large_queries",
+            "exact_queries",
+            "rss_cap_mib",
+            "phase_limit",
+            "old",
+        )
+    }
+    parameters.update(
+        {
+            "world": args.world.name,
+            "scope": SCOPE,
+            "victim_queries": list(QUERIES),
+            "index_state": index_state(),
+            "cpu_count": os.cpu_count(),
+        }
+    )
     common.write_results(NAME, parameters, results, keep=not args.quick)
 
 
@@ -510,9 +608,11 @@ def _note(report: dict[str, Any]) -> str:
     if "unfinished_after_s" in report:
         return f"unfinished after {report['unfinished_after_s']:.0f} s"
     if report.get("attacker") == "flood":
-        return (f"{report['bytes_sent_mib']} MiB sent on {report['streams']} streams over "
-                f"{report.get('connections', 1)} connections, {report['stopped_by_server']} stopped, "
-                f"{report['seconds']} s")
+        return (
+            f"{report['bytes_sent_mib']} MiB sent on {report['streams']} streams over "
+            f"{report.get('connections', 1)} connections, {report['stopped_by_server']} stopped, "
+            f"{report['seconds']} s"
+        )
     answers = ", ".join(f"{k} {v}" for k, v in sorted(report.get("answers", {}).items()))
     return f"{report.get('queries')} queries in {report.get('seconds')} s: {answers}"
 

@@ -31,10 +31,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import common
 from aioquic.asyncio import connect
 from aioquic.asyncio.protocol import QuicConnectionProtocol
 
-import common
 from demarkus.client import Client
 from demarkus.protocol import Request, Verb, encode_request, encode_response
 from demarkus.service import Service
@@ -55,7 +55,7 @@ def markdown_body(size: int, title: str) -> bytes:
         b"Versioned markdown served over the Mark Protocol. Each paragraph of this bench "
         b"document is plain prose so that nothing in the body is special to the parser.\n\n"
     )
-    return (head + para * (size // len(para) + 1))[:size - 1] + b"\n"
+    return (head + para * (size // len(para) + 1))[: size - 1] + b"\n"
 
 
 # --- one measured phase -----------------------------------------------------------------
@@ -122,8 +122,15 @@ async def measure(
     client_cpu = time.process_time() - cpu_client
     others = common.system_busy_seconds() - busy - server_cpu - client_cpu
     return Phase(
-        label, concurrency, total, seconds, latencies, server_cpu, client_cpu,
-        common.udp_receive_drops() - drops, max(0.0, others) / seconds,
+        label,
+        concurrency,
+        total,
+        seconds,
+        latencies,
+        server_cpu,
+        client_cpu,
+        common.udp_receive_drops() - drops,
+        max(0.0, others) / seconds,
     )
 
 
@@ -191,8 +198,9 @@ def widen_receive_buffer(protocol: QuicConnectionProtocol, size: int) -> None:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, size)
 
 
-async def run(args: argparse.Namespace, home: Path, demarkus_pid: int, url: str,
-              echo_pid: int, echo_port: int) -> dict[str, object]:
+async def run(
+    args: argparse.Namespace, home: Path, demarkus_pid: int, url: str, echo_pid: int, echo_port: int
+) -> dict[str, object]:
     cert = home / "tls" / "dev-cert.pem"
     demarkus_port = int(url.rsplit(":", 1)[1])
     small = {1: args.n1, 16: args.n16, 64: args.n64}
@@ -207,20 +215,37 @@ async def run(args: argparse.Namespace, home: Path, demarkus_pid: int, url: str,
             common.wait_for_quiet(args.wait_quiet)
             async with bare_connection(echo_port, cert) as protocol:
                 widen_receive_buffer(protocol, args.rcvbuf)
-                rounds["echo"].append(await measure(
-                    "echo", bare_sender(protocol, SMALL_PATH, SMALL_SIZE), concurrency, total, warmup, echo_pid))
+                rounds["echo"].append(
+                    await measure(
+                        "echo", bare_sender(protocol, SMALL_PATH, SMALL_SIZE), concurrency, total, warmup, echo_pid
+                    )
+                )
             common.wait_for_quiet(args.wait_quiet)
             async with Client(url, ca=cert, dial_host="127.0.0.1") as client:
                 widen_receive_buffer(await client._connection(), args.rcvbuf)
-                rounds["demarkus"].append(await measure(
-                    "demarkus", client_sender(client, SMALL_PATH, SMALL_SIZE), concurrency, total, warmup,
-                    demarkus_pid))
+                rounds["demarkus"].append(
+                    await measure(
+                        "demarkus",
+                        client_sender(client, SMALL_PATH, SMALL_SIZE),
+                        concurrency,
+                        total,
+                        warmup,
+                        demarkus_pid,
+                    )
+                )
             common.wait_for_quiet(args.wait_quiet)
             async with bare_connection(demarkus_port, cert) as protocol:
                 widen_receive_buffer(protocol, args.rcvbuf)
-                rounds["bare->demarkus"].append(await measure(
-                    "bare->demarkus", bare_sender(protocol, SMALL_PATH, SMALL_SIZE), concurrency, total, warmup,
-                    demarkus_pid))
+                rounds["bare->demarkus"].append(
+                    await measure(
+                        "bare->demarkus",
+                        bare_sender(protocol, SMALL_PATH, SMALL_SIZE),
+                        concurrency,
+                        total,
+                        warmup,
+                        demarkus_pid,
+                    )
+                )
         for label in ("demarkus", "echo", "bare->demarkus"):
             phases = rounds[label]
             best = max(phases, key=lambda p: p.rps)
@@ -229,17 +254,22 @@ async def run(args: argparse.Namespace, home: Path, demarkus_pid: int, url: str,
             row["rounds_requests_per_s"] = [round(p.rps, 1) for p in phases]
             row["udp_receive_drops"] = sum(p.drops for p in phases)
             rows.append(row)
-        print(f"  {concurrency:>2} streams: demarkus {rows[-3]['requests_per_s']} req/s, "
-              f"echo {rows[-2]['requests_per_s']} req/s (best of {args.rounds})", file=sys.stderr, flush=True)
+        print(
+            f"  {concurrency:>2} streams: demarkus {rows[-3]['requests_per_s']} req/s, "
+            f"echo {rows[-2]['requests_per_s']} req/s (best of {args.rounds})",
+            file=sys.stderr,
+            flush=True,
+        )
 
     common.wait_for_quiet(args.wait_quiet)
-    async with Client(url, ca=cert, dial_host="127.0.0.1") as client, \
-            bare_connection(echo_port, cert) as protocol:
+    async with Client(url, ca=cert, dial_host="127.0.0.1") as client, bare_connection(echo_port, cert) as protocol:
         widen_receive_buffer(await client._connection(), args.rcvbuf)
         widen_receive_buffer(protocol, args.rcvbuf)
         large = await large_fetches(
-            {"demarkus": (client_sender(client, LARGE_PATH, LARGE_SIZE), demarkus_pid),
-             "echo": (bare_sender(protocol, LARGE_PATH, LARGE_SIZE), echo_pid)},
+            {
+                "demarkus": (client_sender(client, LARGE_PATH, LARGE_SIZE), demarkus_pid),
+                "echo": (bare_sender(protocol, LARGE_PATH, LARGE_SIZE), echo_pid),
+            },
             args.large,
         )
     return {"small": rows, "large": large}
@@ -270,16 +300,18 @@ async def large_fetches(
     rows: list[dict[str, object]] = []
     for name in targets:
         seconds = sum(latencies[name])
-        rows.append({
-            "target": name,
-            "fetches": count,
-            "seconds": round(seconds, 3),
-            "mib_per_s": round(count * LARGE_SIZE / 2**20 / seconds, 2),
-            **common.latency_summary_ms(latencies[name]),
-            "server_cpu_s": round(server_cpu[name], 3),
-            "client_cpu_s": round(client_cpu[name], 3),
-            "background_cores": round(max(0.0, others) / wall, 2),
-        })
+        rows.append(
+            {
+                "target": name,
+                "fetches": count,
+                "seconds": round(seconds, 3),
+                "mib_per_s": round(count * LARGE_SIZE / 2**20 / seconds, 2),
+                **common.latency_summary_ms(latencies[name]),
+                "server_cpu_s": round(server_cpu[name], 3),
+                "client_cpu_s": round(client_cpu[name], 3),
+                "background_cores": round(max(0.0, others) / wall, 2),
+            }
+        )
     return rows
 
 
@@ -288,12 +320,31 @@ def report(results: dict[str, object]) -> list[dict[str, object]]:
     assert isinstance(rows, list)
     common.print_table(
         f"FETCH {SMALL_SIZE} B body over one connection (best round; median req/s of all rounds)",
-        ["target", "streams", "req/s", "median req/s", "p50 ms", "p99 ms", "srv us/req", "cli us/req",
-         "drops", "bg cores"],
         [
-            [r["target"], r["concurrency"], r["requests_per_s"], r["median_requests_per_s"], r["p50_ms"],
-             r["p99_ms"], r["server_cpu_us_per_req"], r["client_cpu_us_per_req"], r["udp_receive_drops"],
-             r["background_cores"]]
+            "target",
+            "streams",
+            "req/s",
+            "median req/s",
+            "p50 ms",
+            "p99 ms",
+            "srv us/req",
+            "cli us/req",
+            "drops",
+            "bg cores",
+        ],
+        [
+            [
+                r["target"],
+                r["concurrency"],
+                r["requests_per_s"],
+                r["median_requests_per_s"],
+                r["p50_ms"],
+                r["p99_ms"],
+                r["server_cpu_us_per_req"],
+                r["client_cpu_us_per_req"],
+                r["udp_receive_drops"],
+                r["background_cores"],
+            ]
             for r in rows
         ],
     )
@@ -303,33 +354,50 @@ def report(results: dict[str, object]) -> list[dict[str, object]]:
         echo = next(r for r in rows if r["target"] == "echo" and r["concurrency"] == concurrency)
         ratio = float(ours["requests_per_s"]) / float(echo["requests_per_s"])
         median = float(ours["median_requests_per_s"]) / float(echo["median_requests_per_s"])
-        ratios.append({
-            "concurrency": concurrency,
-            "demarkus_rps": ours["requests_per_s"],
-            "echo_rps": echo["requests_per_s"],
-            "ratio": round(ratio, 3),
-            "median_ratio": round(median, 3),
-            "target": TARGET_RATIO,
-            "verdict": common.fmt_ratio_verdict(ratio, TARGET_RATIO),
-        })
+        ratios.append(
+            {
+                "concurrency": concurrency,
+                "demarkus_rps": ours["requests_per_s"],
+                "echo_rps": echo["requests_per_s"],
+                "ratio": round(ratio, 3),
+                "median_ratio": round(median, 3),
+                "target": TARGET_RATIO,
+                "verdict": common.fmt_ratio_verdict(ratio, TARGET_RATIO),
+            }
+        )
     common.print_table(
         f"demarkus / echo throughput, best round against best round (target >= {TARGET_RATIO})",
         ["streams", "demarkus req/s", "echo req/s", "ratio", "median ratio", "verdict"],
-        [[r["concurrency"], r["demarkus_rps"], r["echo_rps"], r["ratio"], r["median_ratio"], r["verdict"]]
-         for r in ratios],
+        [
+            [r["concurrency"], r["demarkus_rps"], r["echo_rps"], r["ratio"], r["median_ratio"], r["verdict"]]
+            for r in ratios
+        ],
     )
     large = results["large"]
     assert isinstance(large, list)
     common.print_table(
         f"FETCH {LARGE_SIZE} B body, sequential on one connection per target (alternating)",
         ["target", "fetches", "MiB/s", "p50 ms", "max ms", "srv cpu s", "cli cpu s", "bg cores"],
-        [[r["target"], r["fetches"], r["mib_per_s"], r["p50_ms"], r["max_ms"], r["server_cpu_s"],
-          r["client_cpu_s"], r["background_cores"]] for r in large],
+        [
+            [
+                r["target"],
+                r["fetches"],
+                r["mib_per_s"],
+                r["p50_ms"],
+                r["max_ms"],
+                r["server_cpu_s"],
+                r["client_cpu_s"],
+                r["background_cores"],
+            ]
+            for r in large
+        ],
     )
     worst = max([float(r["background_cores"]) for r in rows] + [float(r["background_cores"]) for r in large])
     if worst > 0.25:
-        print(f"\nnote: other processes kept up to {worst:.2f} cores busy during a reported phase; "
-              "on a 2-core machine that slows both ends, rerun on a quiet machine")
+        print(
+            f"\nnote: other processes kept up to {worst:.2f} cores busy during a reported phase; "
+            "on a 2-core machine that slows both ends, rerun on a quiet machine"
+        )
     return ratios
 
 
@@ -340,11 +408,20 @@ def main() -> None:
     parser.add_argument("--n1", type=int, default=800, help="requests per round at 1 stream")
     parser.add_argument("--n16", type=int, default=2400, help="requests per round at 16 streams")
     parser.add_argument("--n64", type=int, default=2400, help="requests per round at 64 streams")
-    parser.add_argument("--rcvbuf", type=int, default=4 << 20,
-                        help="SO_RCVBUF of the bench client's socket in bytes (0: kernel default)")
-    parser.add_argument("--wait-quiet", type=float, default=0.0, metavar="SECONDS",
-                        help="before each phase, wait up to this long for other processes to go idle "
-                             "(for shared machines; 0: do not wait)")
+    parser.add_argument(
+        "--rcvbuf",
+        type=int,
+        default=4 << 20,
+        help="SO_RCVBUF of the bench client's socket in bytes (0: kernel default)",
+    )
+    parser.add_argument(
+        "--wait-quiet",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="before each phase, wait up to this long for other processes to go idle "
+        "(for shared machines; 0: do not wait)",
+    )
     parser.add_argument("--large", type=int, default=10, help="sequential 1 MiB fetches")
     args = parser.parse_args()
     if args.quick:
@@ -360,8 +437,10 @@ def main() -> None:
         env = common.bench_env(home)
         serve = [*common.DEMARKUS, "serve", "--root", str(root), "--host", "127.0.0.1", "--port", "0"]
         echo = [common.PYTHON, str(common.BENCH / "echo_server.py"), "--cert", str(cert), "--key", str(key)]
-        with common.server_process(serve, env) as (server, found), \
-                common.server_process(echo, env, ECHO_LISTENING) as (echo_server, echo_found):
+        with (
+            common.server_process(serve, env) as (server, found),
+            common.server_process(echo, env, ECHO_LISTENING) as (echo_server, echo_found),
+        ):
             url = found.group(1)
             results = asyncio.run(run(args, home, server.pid, url, echo_server.pid, int(echo_found.group(1))))
     finally:
@@ -383,11 +462,12 @@ def main() -> None:
         "target_ratio": TARGET_RATIO,
         "quick": args.quick,
         "notes": "closed loop over one QUIC connection; server and echo are separate processes; "
-                 "each row is the best of the rounds (median also recorded); CPU from /proc (server) and "
-                 "process_time (client); drops = UDP RcvbufErrors from /proc/net/snmp during the phases",
+        "each row is the best of the rounds (median also recorded); CPU from /proc (server) and "
+        "process_time (client); drops = UDP RcvbufErrors from /proc/net/snmp during the phases",
     }
-    common.write_results(NAME, parameters, {**results, "ratios": ratios, "wall_seconds": round(elapsed, 1)},
-                         keep=not args.quick)
+    common.write_results(
+        NAME, parameters, {**results, "ratios": ratios, "wall_seconds": round(elapsed, 1)}, keep=not args.quick
+    )
 
 
 if __name__ == "__main__":

@@ -43,8 +43,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--world", type=Path, default=WORLD)
     parser.add_argument("--quick", action="store_true", help="accepted for run_all.sh; always one run")
-    parser.add_argument("--wait-quiet", type=float, default=0.0, metavar="SECONDS",
-                        help="before the run, wait up to this long for other processes to go idle")
+    parser.add_argument(
+        "--wait-quiet",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="before the run, wait up to this long for other processes to go idle",
+    )
     args = parser.parse_args()
     manifest = json.loads((args.world / "manifest.json").read_text())
     corpus_bytes = (args.world / "corpus.jsonl").stat().st_size
@@ -59,7 +64,12 @@ def main() -> None:
         started = time.perf_counter()
         done = subprocess.run(
             [*common.DEMARKUS, "world", "load", str(args.world), "--root", str(root)],
-            capture_output=True, text=True, env=env, timeout=TIMEOUT, check=False, cwd=common.REPO,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=TIMEOUT,
+            check=False,
+            cwd=common.REPO,
         )
         seconds = time.perf_counter() - started
         busy = common.system_busy_seconds() - busy
@@ -71,8 +81,9 @@ def main() -> None:
             raise RuntimeError(f"no `loaded ...` line in the CLI's output: {done.stderr[-1000:]!r}")
         documents, versions = int(found.group(2)), int(found.group(3))
         if documents != manifest["documents"] or versions != manifest["versions"]:
-            raise RuntimeError(f"loaded {documents}/{versions}, manifest says "
-                               f"{manifest['documents']}/{manifest['versions']}")
+            raise RuntimeError(
+                f"loaded {documents}/{versions}, manifest says {manifest['documents']}/{manifest['versions']}"
+            )
         store_bytes, store_files = tree_bytes(root)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -96,17 +107,31 @@ def main() -> None:
     }
     common.print_table(
         f"demarkus world load {args.world} --root <fresh store> (1 run)",
-        ["world", "documents", "versions", "seconds", "docs/s", "versions/s", "user s", "sys s",
-         "store MiB"],
-        [[results["world_id"], documents, versions, results["seconds"], results["documents_per_s"],
-          results["versions_per_s"], results["child_user_cpu_s"], results["child_system_cpu_s"],
-          round(store_bytes / 2**20, 1)]],
+        ["world", "documents", "versions", "seconds", "docs/s", "versions/s", "user s", "sys s", "store MiB"],
+        [
+            [
+                results["world_id"],
+                documents,
+                versions,
+                results["seconds"],
+                results["documents_per_s"],
+                results["versions_per_s"],
+                results["child_user_cpu_s"],
+                results["child_system_cpu_s"],
+                round(store_bytes / 2**20, 1),
+            ]
+        ],
     )
     common.write_results(
         NAME,
-        {"world": str(args.world), "runs": 1, "wait_quiet_seconds": args.wait_quiet, "command": "python -m demarkus world load WORLD --root STORE",
-         "notes": "wall time of the subprocess, including interpreter start-up and the manifest "
-                  "fingerprint check; CPU from getrusage(RUSAGE_CHILDREN)"},
+        {
+            "world": str(args.world),
+            "runs": 1,
+            "wait_quiet_seconds": args.wait_quiet,
+            "command": "python -m demarkus world load WORLD --root STORE",
+            "notes": "wall time of the subprocess, including interpreter start-up and the manifest "
+            "fingerprint check; CPU from getrusage(RUSAGE_CHILDREN)",
+        },
         results,
     )
 

@@ -12,15 +12,15 @@ import pytest
 from mcp import Client as MCPClient
 
 from demarkus import auth
+from demarkus.client import Client
 from demarkus.graph import GraphStore
 from demarkus.mcp.server import LocalResolver, build_server
 from demarkus.mcp.tools import Tools
-from demarkus.worlds import demo_world_path, open_world
-from demarkus.worlds.loader import load_world
-from demarkus.client import Client
 from demarkus.server.quic import MarkServer, serve_mark
 from demarkus.service import Service
 from demarkus.tls import ensure_dev_certificate
+from demarkus.worlds import demo_world_path, open_world
+from demarkus.worlds.loader import load_world
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,6 @@ async def client(server: MarkServer, tls_files: tuple[Path, Path]) -> AsyncItera
 
 FIXED_MTIME = 1_790_000_000  # 2026-09-21T13:33:20Z
 AUTHORITY = "mark://demo.world"
-
 
 
 def pin_mtimes(root: Path) -> None:

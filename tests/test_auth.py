@@ -44,7 +44,7 @@ def table(
     """One [tokens.<label>] table, written by hand so tests do not depend on add_grant."""
     quoted = lambda items: ", ".join(f'"{i}"' for i in items)  # noqa: E731
     text = (
-        f"[tokens.{label}]\nhash = \"{hash_token(token)}\"\n"
+        f'[tokens.{label}]\nhash = "{hash_token(token)}"\n'
         f"paths = [{quoted(paths)}]\noperations = [{quoted(operations)}]\n"
     )
     return text + (f'expires = "{expires}"\n' if expires else "") + "\n"
@@ -179,9 +179,7 @@ def test_parse_reads_labelled_grants_into_values() -> None:
     assert store.grants == (
         TokenGrant("reader", hash_token("read-secret"), ("/private/**",), frozenset({READ})),
         TokenGrant("writer", hash_token("write-secret"), ("/docs/*",), frozenset({PUBLISH})),
-        TokenGrant(
-            "both", hash_token("both-secret"), ("/notes/**",), frozenset({READ, PUBLISH}), EXPIRES
-        ),
+        TokenGrant("both", hash_token("both-secret"), ("/notes/**",), frozenset({READ, PUBLISH}), EXPIRES),
     )
 
 
@@ -326,8 +324,7 @@ def test_without_a_token_file_reads_are_public_and_writes_not_permitted() -> Non
     with pytest.raises(NotPermittedError) as caught:
         authorizer.check_write("write-secret", "/docs/a.md")
     assert str(caught.value) == (
-        "this authority accepts no writes: it was started without a token file; "
-        "start it with --tokens FILE"
+        "this authority accepts no writes: it was started without a token file; start it with --tokens FILE"
     )
 
 
@@ -440,9 +437,7 @@ def test_add_grant_stores_only_the_hash_and_round_trips_through_load(tmp_path: P
     assert token not in text
     assert hash_token(token) in text
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert grant == TokenGrant(
-        "fritz-laptop", hash_token(token), ("/docs/*", "/notes/**"), frozenset({READ, PUBLISH})
-    )
+    assert grant == TokenGrant("fritz-laptop", hash_token(token), ("/docs/*", "/notes/**"), frozenset({READ, PUBLISH}))
     assert TokenStore.load(path).grants == (grant,)
     assert [p.name for p in tmp_path.iterdir()] == ["tokens.toml"]
 
@@ -499,7 +494,8 @@ def rewrite_in_place(path: Path, text: str) -> float:
 
 
 @pytest.mark.parametrize(
-    "text", ["", STORE_TEXT[: len(STORE_TEXT) // 3], "[tokens.reader]\nhash = \"sha"],
+    "text",
+    ["", STORE_TEXT[: len(STORE_TEXT) // 3], '[tokens.reader]\nhash = "sha'],
     ids=["truncated-empty", "first-third", "cut-mid-table"],
 )
 def test_a_token_file_caught_mid_rewrite_keeps_the_read_grants(tokens_file: Path, text: str) -> None:
@@ -540,8 +536,7 @@ def test_concurrent_add_grant_calls_keep_every_grant(tmp_path: Path) -> None:
     path = tmp_path / "tokens.toml"
     labels = [f"t{i}" for i in range(16)]
     threads = [
-        threading.Thread(target=add_grant, args=(path, label, f"{label}-secret", ["/a/**"], [READ]))
-        for label in labels
+        threading.Thread(target=add_grant, args=(path, label, f"{label}-secret", ["/a/**"], [READ])) for label in labels
     ]
     for thread in threads:
         thread.start()

@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from demarkus import auth
+from demarkus.errors import BadRequestError, NotFoundError
 from demarkus.protocol import Request, Verb, canonical_path
 from demarkus.service import Service
-from demarkus.errors import BadRequestError, NotFoundError
 
 DOCUMENTS = ["/p/a.md", "/p/q/b.md", "/p/q/r/c.md", "/s/x.md", "/s/index.md", "/t.md"]
 SEGMENTS = ["p", "q", "r", "s", "a.md", "b.md", "c.md", "x.md", "t.md", "index.md"]
@@ -41,7 +41,9 @@ def patterns() -> st.SearchStrategy[str]:
     prefix = st.lists(st.sampled_from(SEGMENTS[:4]), min_size=0, max_size=2).map(
         lambda s: "/" + "/".join(s) if s else ""
     )
-    return st.one_of(plain, prefix.map(lambda p: p + "/**"), st.tuples(prefix, segment).map(lambda t: f"{t[0]}/**/{t[1]}"))
+    return st.one_of(
+        plain, prefix.map(lambda p: p + "/**"), st.tuples(prefix, segment).map(lambda t: f"{t[0]}/**/{t[1]}")
+    )
 
 
 @st.composite
@@ -72,11 +74,19 @@ def answer(service: Service, verb: Verb, path: str, token: str | None) -> tuple[
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(grants=st.lists(patterns(), min_size=1, max_size=3), spelled=spellings(),
-       verb=st.sampled_from([Verb.FETCH, Verb.VERSIONS, Verb.LIST]), with_token=st.booleans())
+@given(
+    grants=st.lists(patterns(), min_size=1, max_size=3),
+    spelled=spellings(),
+    verb=st.sampled_from([Verb.FETCH, Verb.VERSIONS, Verb.LIST]),
+    with_token=st.booleans(),
+)
 def test_every_spelling_is_refused_or_authorised_as_its_canonical_form(
-    store: Path, tmp_path_factory: pytest.TempPathFactory, grants: list[str], spelled: tuple[str, str],
-    verb: Verb, with_token: bool,
+    store: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    grants: list[str],
+    spelled: tuple[str, str],
+    verb: Verb,
+    with_token: bool,
 ) -> None:
     canonical, other = spelled
     tokens = tmp_path_factory.mktemp("grants") / "tokens.toml"
@@ -99,8 +109,12 @@ def test_the_reported_spellings_of_a_protected_path_are_refused(store: Path, tmp
     auth.add_grant(tokens, "reader", READER, ["/p/**", "/t.md", "/s/*.md"], ["read"])
     service = Service.open(store, tokens=tokens, writable=False)
     for verb, path in [
-        (Verb.FETCH, "//p/a.md"), (Verb.FETCH, "///p///q///b.md"), (Verb.FETCH, "//p/a.md/v1"),
-        (Verb.VERSIONS, "//p/a.md"), (Verb.FETCH, "/t.md/"), (Verb.FETCH, "/s//x.md"),
+        (Verb.FETCH, "//p/a.md"),
+        (Verb.FETCH, "///p///q///b.md"),
+        (Verb.FETCH, "//p/a.md/v1"),
+        (Verb.VERSIONS, "//p/a.md"),
+        (Verb.FETCH, "/t.md/"),
+        (Verb.FETCH, "/s//x.md"),
     ]:
         assert answer(service, verb, path, None)[0] == "unauthorized", (verb, path)
     for verb, path in [(Verb.FETCH, "//p"), (Verb.LIST, "//p/")]:

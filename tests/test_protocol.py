@@ -29,16 +29,29 @@ values = st.text(
     alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n\x85\u2028\u2029"),
     max_size=40,
 ).filter(lambda v: all(ord(c) >= 32 or c == "\t" for c in v) and "\x7f" not in v)
-paths = st.lists(st.from_regex(r"[A-Za-z0-9_.-]{1,12}", fullmatch=True).filter(lambda s: s not in (".", "..")), min_size=1, max_size=4).map(lambda parts: "/" + "/".join(parts))
+paths = st.lists(
+    st.from_regex(r"[A-Za-z0-9_.-]{1,12}", fullmatch=True).filter(lambda s: s not in (".", "..")),
+    min_size=1,
+    max_size=4,
+).map(lambda parts: "/" + "/".join(parts))
 
 
-@given(verb=st.sampled_from(list(Verb)), path=paths, metadata=st.dictionaries(keys, values, max_size=6), body=st.binary(max_size=300))
+@given(
+    verb=st.sampled_from(list(Verb)),
+    path=paths,
+    metadata=st.dictionaries(keys, values, max_size=6),
+    body=st.binary(max_size=300),
+)
 def test_request_round_trips_through_the_codec(verb, path, metadata, body):
     request = Request(verb, path, metadata, body)
     assert parse_request(encode_request(request)) == request
 
 
-@given(status=st.sampled_from(list(Status)), metadata=st.dictionaries(keys.filter(lambda k: k != "status"), values, max_size=6), body=st.binary(max_size=300))
+@given(
+    status=st.sampled_from(list(Status)),
+    metadata=st.dictionaries(keys.filter(lambda k: k != "status"), values, max_size=6),
+    body=st.binary(max_size=300),
+)
 def test_response_round_trips_through_the_codec(status, metadata, body):
     response = Response(status.value, metadata, body)
     assert parse_response(encode_response(response)) == response

@@ -10,15 +10,17 @@ import pytest
 
 from demarkus.backend import Backend
 from demarkus.client import Client
-from demarkus.service import Service
 from demarkus.server.quic import serve_mark
+from demarkus.service import Service
 from demarkus.store import FileStore
 
 from .conftest import Tokens
 
 
 @pytest.fixture(params=["in-process", "quic"])
-async def backend(request: pytest.FixtureRequest, service: Service, tls_files: tuple[Path, Path]) -> AsyncIterator[Backend]:
+async def backend(
+    request: pytest.FixtureRequest, service: Service, tls_files: tuple[Path, Path]
+) -> AsyncIterator[Backend]:
     if request.param == "in-process":
         yield service
         return
@@ -29,7 +31,9 @@ async def backend(request: pytest.FixtureRequest, service: Service, tls_files: t
 
 
 async def test_publish_then_fetch_returns_body_and_metadata(backend: Backend, tokens: Tokens):
-    created = await backend.publish("/docs/a.md", "# Alpha\n\nFirst.\n", metadata={"title": "Alpha", "tags": "x,y"}, token=tokens.writer)
+    created = await backend.publish(
+        "/docs/a.md", "# Alpha\n\nFirst.\n", metadata={"title": "Alpha", "tags": "x,y"}, token=tokens.writer
+    )
     assert created.status == "created" and created.metadata["version"] == "1"
     fetched = await backend.fetch("/docs/a.md")
     assert fetched.status == "ok"
@@ -148,7 +152,9 @@ async def test_expected_version_creates_only_and_guards_updates(backend: Backend
 async def test_malformed_expected_version_is_a_bad_request(backend: Backend, tokens: Tokens, value: str):
     from demarkus.protocol import Request, Verb
 
-    response = await backend.request(Request(Verb.PUBLISH, "/x.md", {"auth": tokens.writer, "expected-version": value}, b"x"))
+    response = await backend.request(
+        Request(Verb.PUBLISH, "/x.md", {"auth": tokens.writer, "expected-version": value}, b"x")
+    )
     assert response.status == "bad-request"
     assert b"expected-version" in response.body
 
@@ -235,7 +241,9 @@ async def test_catalog_lookup_ranks_by_terms_then_importance(backend: Backend, t
     assert response.metadata["matches"] == "3"
     rows = [ln.split(" | ")[0].lstrip("| ") for ln in response.text.splitlines() if ln.startswith("| /")]
     assert rows == ["/adr/one.md", "/adr/three.md", "/adr/two.md"]
-    assert response.text.startswith('\n# Lookup matches for "retention adr" in /adr\n\n| Path | Importance | Title | Tags |\n')
+    assert response.text.startswith(
+        '\n# Lookup matches for "retention adr" in /adr\n\n| Path | Importance | Title | Tags |\n'
+    )
     assert "| /adr/one.md | 0.90 | Retention policy | adr, storage |" in response.text
     limited = await backend.lookup("/", "retention", limit=1)
     assert limited.metadata["matches"] == "1"
@@ -258,7 +266,9 @@ async def test_catalog_lookup_ranks_by_terms_then_importance(backend: Backend, t
     ],
     ids=["empty", "one-letter", "match", "filter", "date", "limit-text", "limit-zero"],
 )
-async def test_bad_lookups_are_bad_requests_that_say_what_to_do(backend: Backend, query: str, options: dict[str, str], fragment: bytes):
+async def test_bad_lookups_are_bad_requests_that_say_what_to_do(
+    backend: Backend, query: str, options: dict[str, str], fragment: bytes
+):
     from demarkus.protocol import Request, Verb
 
     response = await backend.request(Request(Verb.LOOKUP, "/", {"query": query, **options}))
@@ -278,7 +288,9 @@ async def test_non_utf8_bodies_are_refused(backend: Backend, tokens: Tokens):
     assert response.status == "bad-request"
 
 
-async def test_paths_escaping_the_root_are_not_found(backend: Backend, tokens: Tokens, store_root: Path, tmp_path: Path):
+async def test_paths_escaping_the_root_are_not_found(
+    backend: Backend, tokens: Tokens, store_root: Path, tmp_path: Path
+):
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "secret.md").write_text("secret")

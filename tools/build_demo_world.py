@@ -223,9 +223,7 @@ def load_documents(source: Path) -> tuple[dict[str, Any], list[Document]]:
             bodies.append(raw.decode("utf-8"))
         metadata = {str(k): str(v) for k, v in entry["metadata"].items()}
         documents.append(Document(path, metadata, tuple(bodies)))
-    orphans = sorted(
-        str(f.relative_to(source)) for f in docs_dir.rglob("*.md") if f not in used_files
-    )
+    orphans = sorted(str(f.relative_to(source)) for f in docs_dir.rglob("*.md") if f not in used_files)
     if orphans:
         raise BuildError(f"source files not listed in documents.toml: {', '.join(orphans)}")
     documents.sort(key=lambda d: d.path)
@@ -262,9 +260,7 @@ def check_documents(world: Mapping[str, Any], documents: list[Document]) -> None
         if not _IMPORTANCE_RE.fullmatch(doc.metadata["importance"]):
             raise BuildError(f"{where}: importance must be 0.00 .. 1.00 with two decimals")
         tags = doc.metadata["tags"].split(",")
-        if not any(t.startswith("status:") for t in tags) or not any(
-            t.startswith("type:") for t in tags
-        ):
+        if not any(t.startswith("status:") for t in tags) or not any(t.startswith("type:") for t in tags):
             raise BuildError(f"{where}: tags need a `status:` and a `type:` axis")
         for key, value in sorted(doc.metadata.items()):
             if not key.startswith("rel-"):
@@ -359,9 +355,7 @@ def check_questions(questions: list[dict[str, Any]], documents: list[Document]) 
                 pattern = re.compile(rf"\b{re.escape(term)}\b", re.IGNORECASE)
                 for doc in documents:
                     for body in doc.versions:
-                        if pattern.search(body) or any(
-                            pattern.search(v) for v in doc.metadata.values()
-                        ):
+                        if pattern.search(body) or any(pattern.search(v) for v in doc.metadata.values()):
                             raise BuildError(f"{where}: `{term}` occurs in {doc.path}")
             continue
         if q["abstain"] is not False:
@@ -382,9 +376,7 @@ def check_questions(questions: list[dict[str, Any]], documents: list[Document]) 
                 raise BuildError(f"{where}: a {q['category']} question needs two documents")
 
 
-def check_evidence(
-    where: str, item: Mapping[str, Any], by_path: Mapping[str, Document], scope: str
-) -> None:
+def check_evidence(where: str, item: Mapping[str, Any], by_path: Mapping[str, Document], scope: str) -> None:
     if set(item) != {"path", "version", "anchor", "quote"}:
         raise BuildError(f"{where}: evidence has path, version, anchor and quote")
     doc = by_path.get(item["path"])
@@ -401,8 +393,7 @@ def check_evidence(
     count = text.count(item["quote"])
     if count != 1:
         raise BuildError(
-            f"{where}: quote occurs {count} times in {doc.path} v{version} #{item['anchor']}: "
-            f"{item['quote']!r}"
+            f"{where}: quote occurs {count} times in {doc.path} v{version} #{item['anchor']}: {item['quote']!r}"
         )
 
 
@@ -427,14 +418,8 @@ def render(world: Mapping[str, Any], documents: list[Document], questions: list[
         ).encode()
         for d in documents
     )
-    public = [
-        {k: q[k] for k in ("id", "category", "question", "fields", "scope") if k in q}
-        for q in questions
-    ]
-    rubric = {
-        q["id"]: {"answer": q["answer"], "evidence": q["evidence"], "abstain": q["abstain"]}
-        for q in questions
-    }
+    public = [{k: q[k] for k in ("id", "category", "question", "fields", "scope") if k in q} for q in questions]
+    rubric = {q["id"]: {"answer": q["answer"], "evidence": q["evidence"], "abstain": q["abstain"]} for q in questions}
     files = {"corpus.jsonl": corpus, "questions.json": _json(public), "rubric.json": _json(rubric)}
 
     def digest(name: str) -> str:

@@ -443,10 +443,7 @@ class Authorizer:
             return f"token file {self._path} changed while it was read"  # read it again next time
         self._seen = signature
         if not text.strip() and self._store is not None and self._store.grants:
-            return (
-                f"token file {self._path} is empty (to remove every grant on purpose, leave "
-                "a comment line in it)"
-            )
+            return f"token file {self._path} is empty (to remove every grant on purpose, leave a comment line in it)"
         logger.info("token file %s reloaded", self._path)
         self._store = loaded
         return None
@@ -465,7 +462,6 @@ class Authorizer:
         store = self.current()
         if store is None:
             raise NotPermittedError(
-                "this authority accepts no writes: it was started without a token file; "
-                "start it with --tokens FILE"
+                "this authority accepts no writes: it was started without a token file; start it with --tokens FILE"
             )
         store.authorize(token, path, PUBLISH, self._clock())

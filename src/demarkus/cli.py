@@ -63,7 +63,9 @@ def main() -> None:
 # --- targets ----------------------------------------------------------------------------
 
 target_options = [
-    click.option("--root", type=click.Path(path_type=Path), help="Use a local store (embedded) instead of a mark:// URL."),
+    click.option(
+        "--root", type=click.Path(path_type=Path), help="Use a local store (embedded) instead of a mark:// URL."
+    ),
     click.option("--token", envvar="DEMARKUS_AUTH", help="Capability token (or DEMARKUS_AUTH)."),
     click.option("--ca", type=click.Path(exists=True, path_type=Path), help="CA certificate to trust."),
     click.option("--insecure", is_flag=True, help="Do not verify the server certificate (development only)."),
@@ -77,8 +79,9 @@ def with_target(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @contextlib.asynccontextmanager
-async def _open(target: str, root: Path | None, token: str | None, ca: Path | None, insecure: bool,
-                writes: bool = False):  # type: ignore[no-untyped-def]
+async def _open(
+    target: str, root: Path | None, token: str | None, ca: Path | None, insecure: bool, writes: bool = False
+):  # type: ignore[no-untyped-def]
     """Yield (backend, path) for a URL or a bare path in a local store; only a command that
     `writes` claims the store (a read works beside the process that serves it)."""
     if root is not None:
@@ -113,8 +116,16 @@ def _emit(response: Response, *, show_meta: bool = False) -> None:
         sys.stdout.write("\n")
 
 
-def _verb(call: Callable[[Backend, str], Awaitable[Response]], target: str, root: Path | None,
-          token: str | None, ca: Path | None, insecure: bool, show_meta: bool, writes: bool = False) -> None:
+def _verb(
+    call: Callable[[Backend, str], Awaitable[Response]],
+    target: str,
+    root: Path | None,
+    token: str | None,
+    ca: Path | None,
+    insecure: bool,
+    show_meta: bool,
+    writes: bool = False,
+) -> None:
     async def go() -> Response:
         async with _open(target, root, token, ca, insecure, writes) as (backend, path):
             return await call(backend, path)
@@ -150,7 +161,9 @@ def list_(target: str, root: Path | None, token: str | None, ca: Path | None, in
 @with_target
 @click.option("--meta", "show_meta", is_flag=True)
 @_guard
-def versions(target: str, root: Path | None, token: str | None, ca: Path | None, insecure: bool, show_meta: bool) -> None:
+def versions(
+    target: str, root: Path | None, token: str | None, ca: Path | None, insecure: bool, show_meta: bool
+) -> None:
     """Show a document's version history and whether its hash chain verifies."""
     _verb(lambda b, p: b.versions(p, token=token), target, root, token, ca, insecure, True)
 
@@ -178,12 +191,28 @@ def _parse_pairs(pairs: tuple[str, ...]) -> dict[str, str]:
 @click.option("--meta", "pairs", multiple=True, help="Publisher metadata key=value (repeatable).")
 @click.option("--expected-version", type=int, help="0 to create only; N to update only version N.")
 @_guard
-def publish(target: str, source: str, root: Path | None, token: str | None, ca: Path | None, insecure: bool,
-            pairs: tuple[str, ...], expected_version: int | None) -> None:
+def publish(
+    target: str,
+    source: str,
+    root: Path | None,
+    token: str | None,
+    ca: Path | None,
+    insecure: bool,
+    pairs: tuple[str, ...],
+    expected_version: int | None,
+) -> None:
     """Publish SOURCE (a file, or - for stdin) as a new version of TARGET."""
     body, metadata = _read_body(source), _parse_pairs(pairs)
-    _verb(lambda b, p: b.publish(p, body, metadata=metadata, expected_version=expected_version, token=token),
-          target, root, token, ca, insecure, True, writes=True)
+    _verb(
+        lambda b, p: b.publish(p, body, metadata=metadata, expected_version=expected_version, token=token),
+        target,
+        root,
+        token,
+        ca,
+        insecure,
+        True,
+        writes=True,
+    )
 
 
 @main.command()
@@ -192,12 +221,27 @@ def publish(target: str, source: str, root: Path | None, token: str | None, ca: 
 @with_target
 @click.option("--expected-version", type=int, required=True, help="The version you are appending to.")
 @_guard
-def append(target: str, source: str, root: Path | None, token: str | None, ca: Path | None, insecure: bool,
-           expected_version: int) -> None:
+def append(
+    target: str,
+    source: str,
+    root: Path | None,
+    token: str | None,
+    ca: Path | None,
+    insecure: bool,
+    expected_version: int,
+) -> None:
     """Append SOURCE (a file, or - for stdin) to the end of TARGET."""
     body = _read_body(source)
-    _verb(lambda b, p: b.append(p, body, expected_version=expected_version, token=token),
-          target, root, token, ca, insecure, True, writes=True)
+    _verb(
+        lambda b, p: b.append(p, body, expected_version=expected_version, token=token),
+        target,
+        root,
+        token,
+        ca,
+        insecure,
+        True,
+        writes=True,
+    )
 
 
 @main.command()
@@ -218,18 +262,36 @@ def archive(target: str, root: Path | None, token: str | None, ca: Path | None, 
 @click.option("--match", type=click.Choice(["catalog", "body"]), help="catalog (tags, titles) or body (sections).")
 @click.option("--meta", "show_meta", is_flag=True)
 @_guard
-def lookup(target: str, query: str, root: Path | None, token: str | None, ca: Path | None, insecure: bool,
-           filter_: str | None, limit: int | None, match: str | None, show_meta: bool) -> None:
+def lookup(
+    target: str,
+    query: str,
+    root: Path | None,
+    token: str | None,
+    ca: Path | None,
+    insecure: bool,
+    filter_: str | None,
+    limit: int | None,
+    match: str | None,
+    show_meta: bool,
+) -> None:
     """Find documents under TARGET (a scope such as mark://host/ or /docs) matching QUERY."""
-    _verb(lambda b, p: b.lookup(p, query, filter=filter_, limit=limit, match=match, token=token),
-          target, root, token, ca, insecure, show_meta)
+    _verb(
+        lambda b, p: b.lookup(p, query, filter=filter_, limit=limit, match=match, token=token),
+        target,
+        root,
+        token,
+        ca,
+        insecure,
+        show_meta,
+    )
 
 
 # --- serve ------------------------------------------------------------------------------
 
 
-async def _serve(service: Service, host: str, port: int, cert: Path | None, key: Path | None,
-                 banner: Callable[[str], None]) -> None:
+async def _serve(
+    service: Service, host: str, port: int, cert: Path | None, key: Path | None, banner: Callable[[str], None]
+) -> None:
     from .server.quic import MarkServer
 
     if cert is None or key is None:
@@ -256,14 +318,30 @@ def _print_listening(url: str, root: Path) -> None:
 @click.option("--root", required=True, type=click.Path(file_okay=False, path_type=Path), help="Store directory.")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=6309, show_default=True, type=int, help="UDP port; 0 picks a free one.")
-@click.option("--tokens", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Token store (TOML); without it writes are refused.")
-@click.option("--cert", type=click.Path(exists=True, path_type=Path), help="TLS certificate (PEM); default: a development certificate.")
+@click.option(
+    "--tokens",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Token store (TOML); without it writes are refused.",
+)
+@click.option(
+    "--cert",
+    type=click.Path(exists=True, path_type=Path),
+    help="TLS certificate (PEM); default: a development certificate.",
+)
 @click.option("--key", type=click.Path(exists=True, path_type=Path), help="TLS private key (PEM).")
 @click.option("--log-json", is_flag=True, help="Write one JSON line per request to stderr.")
 @click.option("--create", is_flag=True, help="Create the store directory if it does not exist.")
 @_guard
-def serve(root: Path, host: str, port: int, tokens: Path | None, cert: Path | None, key: Path | None, log_json: bool,
-          create: bool) -> None:
+def serve(
+    root: Path,
+    host: str,
+    port: int,
+    tokens: Path | None,
+    cert: Path | None,
+    key: Path | None,
+    log_json: bool,
+    create: bool,
+) -> None:
     """Serve a store as a Mark authority over QUIC."""
     configure_logging("demarkus.access" if log_json else None)
     if create:
@@ -281,7 +359,13 @@ def token() -> None:
 
 
 @token.command()
-@click.option("--tokens", "tokens_file", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Token store to add the hash to (created if missing).")
+@click.option(
+    "--tokens",
+    "tokens_file",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Token store to add the hash to (created if missing).",
+)
 @click.option("--label", required=True, help="A name for this grant, e.g. the person or machine.")
 @click.option("--paths", required=True, help="Comma-separated path globs, e.g. /docs/**,/notes/*")
 @click.option("--ops", default="read,publish", show_default=True, help="read and/or publish")
@@ -299,7 +383,9 @@ def generate(tokens_file: Path, label: str, paths: str, ops: str, expires: str |
             when = when.replace(tzinfo=UTC)
     raw = auth.generate_token()
     auth.add_grant(
-        tokens_file, label, raw,
+        tokens_file,
+        label,
+        raw,
         [p.strip() for p in paths.split(",") if p.strip()],
         [o.strip() for o in ops.split(",") if o.strip()],
         when,
@@ -342,9 +428,8 @@ async def _load_world_into(world_dir: Path, backend: Backend, token: str | None)
     with Progress(transient=not sys.stderr.isatty(), console=Console(stderr=True)) as bar:
         task = bar.add_task(f"loading {frozen.id}", total=frozen.documents_count)
         report = await load_world(frozen, backend, token=token, progress=lambda n: bar.advance(task, n))
-    return (
-        f"loaded {frozen.id}: {report.documents} documents, {report.versions} versions"
-        + (f", {report.skipped} already present" if report.skipped else "")
+    return f"loaded {frozen.id}: {report.documents} documents, {report.versions} versions" + (
+        f", {report.skipped} already present" if report.skipped else ""
     )
 
 
@@ -356,7 +441,9 @@ async def _load_world_into(world_dir: Path, backend: Backend, token: str | None)
 @click.option("--ca", type=click.Path(exists=True, path_type=Path))
 @click.option("--insecure", is_flag=True)
 @_guard
-def world_load(world_dir: Path, root: Path | None, url: str | None, token: str | None, ca: Path | None, insecure: bool) -> None:
+def world_load(
+    world_dir: Path, root: Path | None, url: str | None, token: str | None, ca: Path | None, insecure: bool
+) -> None:
     """Load WORLD_DIR (demarkus-world-v1) into a store, every version in order."""
     if (root is None) == (url is None):
         raise click.UsageError("give exactly one of --root STORE or --url mark://host")
@@ -381,7 +468,14 @@ def world_load(world_dir: Path, root: Path | None, url: str | None, token: str |
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=6309, show_default=True, type=int, help="UDP port; 0 picks a free one.")
-@click.option("--dir", "workdir", default=".demarkus-demo", show_default=True, type=click.Path(file_okay=False, path_type=Path), help="Where the demo store lives.")
+@click.option(
+    "--dir",
+    "workdir",
+    default=".demarkus-demo",
+    show_default=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where the demo store lives.",
+)
 @click.option("--log-json", is_flag=True)
 @_guard
 def demo(host: str, port: int, workdir: Path, log_json: bool) -> None:
@@ -416,16 +510,31 @@ def demo(host: str, port: int, workdir: Path, log_json: bool) -> None:
 
 @main.command(name="mcp")
 @click.option("--host", "host_url", help="A remote authority, e.g. mark://localhost:6309 (over QUIC).")
-@click.option("--root", type=click.Path(file_okay=False, path_type=Path), help="Or a local store (embedded, no network).")
-@click.option("--authority", default="mark://localhost", show_default=True, help="Identity of an embedded store, for relation targets.")
+@click.option(
+    "--root", type=click.Path(file_okay=False, path_type=Path), help="Or a local store (embedded, no network)."
+)
+@click.option(
+    "--authority",
+    default="mark://localhost",
+    show_default=True,
+    help="Identity of an embedded store, for relation targets.",
+)
 @click.option("--scope", default="/", show_default=True, help="Confine every tool to this subtree.")
 @click.option("--read-only", is_flag=True, help="Offer only the read tools.")
 @click.option("--token", envvar="DEMARKUS_AUTH")
 @click.option("--ca", type=click.Path(exists=True, path_type=Path))
 @click.option("--insecure", is_flag=True)
 @_guard
-def mcp_command(host_url: str | None, root: Path | None, authority: str, scope: str, read_only: bool,
-                token: str | None, ca: Path | None, insecure: bool) -> None:
+def mcp_command(
+    host_url: str | None,
+    root: Path | None,
+    authority: str,
+    scope: str,
+    read_only: bool,
+    token: str | None,
+    ca: Path | None,
+    insecure: bool,
+) -> None:
     """Serve the MCP tools over stdio, for an agent."""
     from .graph import GraphStore
     from .mcp.server import LocalResolver, build_server, default_graph_path
@@ -452,8 +561,11 @@ def mcp_command(host_url: str | None, root: Path | None, authority: str, scope: 
         graph_path.parent.mkdir(parents=True, exist_ok=True)
         graph = GraphStore(graph_path)
         tools = Tools(LocalResolver(backend, identity, graph, token=token, scope=scope))
-        server = build_server(lambda: tools, writable=not read_only,
-                              instructions=f"Connected to {identity}. Use bare paths like /index.md.")
+        server = build_server(
+            lambda: tools,
+            writable=not read_only,
+            instructions=f"Connected to {identity}. Use bare paths like /index.md.",
+        )
         try:
             await server.run_stdio_async()
         finally:
@@ -473,7 +585,9 @@ def index_group() -> None:
 
 
 @index_group.command(name="rebuild")
-@click.option("--root", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path), help="Store directory.")
+@click.option(
+    "--root", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path), help="Store directory."
+)
 @_guard
 def index_rebuild(root: Path) -> None:
     """Recreate the section index of an existing store from its current documents (the

@@ -72,9 +72,7 @@ class ConflictError(DemarkusError):
 
     status = "conflict"
 
-    def __init__(
-        self, message: str, *, your_version: int | None = None, server_version: int | None = None
-    ) -> None:
+    def __init__(self, message: str, *, your_version: int | None = None, server_version: int | None = None) -> None:
         super().__init__(message)
         self.your_version = your_version
         self.server_version = server_version

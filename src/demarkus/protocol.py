@@ -218,8 +218,7 @@ def _scalar(value: str) -> str:
         return quoted
     # YAML readers refuse non-printable characters raw; escape them the YAML way.
     return "".join(
-        ch if ch.isprintable() else f"\\U{ord(ch):08x}" if ord(ch) > 0xFFFF else f"\\u{ord(ch):04x}"
-        for ch in quoted
+        ch if ch.isprintable() else f"\\U{ord(ch):08x}" if ord(ch) > 0xFFFF else f"\\u{ord(ch):04x}" for ch in quoted
     )
 
 
@@ -288,8 +287,7 @@ def parse_metadata(text: str) -> dict[str, str]:
         data = yaml.load(text, Loader=_StrictLoader)
     except yaml.YAMLError as exc:
         raise BadRequestError(
-            f"the metadata block is not valid YAML ({_first_line(str(exc))}); "
-            "send one `key: value` pair per line"
+            f"the metadata block is not valid YAML ({_first_line(str(exc))}); send one `key: value` pair per line"
         ) from exc
     if data is None:
         return {}
@@ -319,25 +317,19 @@ def validate_publisher_metadata(metadata: Mapping[str, str]) -> dict[str, str]:
     total = 0
     for key, value in metadata.items():
         if key in RESERVED_KEYS:
-            raise BadRequestError(
-                f"metadata key `{key}` is reserved for the server; remove it or choose another name"
-            )
+            raise BadRequestError(f"metadata key `{key}` is reserved for the server; remove it or choose another name")
         if not _KEY_RE.fullmatch(key):
             raise BadRequestError(
                 f"metadata key `{key}` is malformed: keys use only lowercase letters, digits and "
                 "hyphens (for a relation write `rel-<predicate>`)"
             )
         if "\r" in value or "\n" in value:
-            raise BadRequestError(
-                f"metadata value of `{key}` contains a line break; values are single lines"
-            )
+            raise BadRequestError(f"metadata value of `{key}` contains a line break; values are single lines")
         if any(ord(c) < 32 and c != "\t" for c in value) or "\x7f" in value:
             raise BadRequestError(f"metadata value of `{key}` contains a control character")
         total += len(key.encode("utf-8")) + len(value.encode("utf-8"))
     if len(metadata) > MAX_PUBLISHER_KEYS:
-        raise BadRequestError(
-            f"{len(metadata)} metadata keys given; at most {MAX_PUBLISHER_KEYS} are allowed"
-        )
+        raise BadRequestError(f"{len(metadata)} metadata keys given; at most {MAX_PUBLISHER_KEYS} are allowed")
     if total > MAX_PUBLISHER_BYTES:
         raise BadRequestError(
             f"publisher metadata is {total} bytes; at most {MAX_PUBLISHER_BYTES} bytes "
@@ -390,9 +382,7 @@ def canonical_path(path: str) -> str:
         raise BadRequestError(f"path `{path[:80]}` must start with `/`, like `/docs/readme.md`")
     for ch in path:
         if (ord(ch) < 32 and ch != "\t") or ch == "\x7f":
-            raise BadRequestError(
-                "the path contains a control character; percent-encode or remove it"
-            )
+            raise BadRequestError("the path contains a control character; percent-encode or remove it")
     segments = [s for s in path.split("/") if s]
     if ".." in segments:
         raise NotFoundError(f"`{path[:200]}` leaves the document root; `..` segments are not served")
@@ -403,15 +393,12 @@ def canonical_path(path: str) -> str:
         )
     if len(segments) > MAX_PATH_DEPTH:
         raise BadRequestError(
-            f"the path has {len(segments)} segments; at most {MAX_PATH_DEPTH} folders deep "
-            "are served; flatten the tree"
+            f"the path has {len(segments)} segments; at most {MAX_PATH_DEPTH} folders deep are served; flatten the tree"
         )
     canonical = "/" + "/".join(segments)
     size = len(canonical.encode("utf-8", "surrogatepass"))
     if size > MAX_PATH:
-        raise BadRequestError(
-            f"the path is {size} bytes; at most {MAX_PATH} are allowed; shorten the names"
-        )
+        raise BadRequestError(f"the path is {size} bytes; at most {MAX_PATH} are allowed; shorten the names")
     return canonical
 
 
@@ -456,9 +443,7 @@ def parse_request(data: bytes) -> Request:
             raise BadRequestError(f"the request line exceeds {MAX_REQUEST_LINE} bytes")
         raise BadRequestError("the request line must end with a newline: `VERB /path\\n`")
     if newline + 1 > MAX_REQUEST_LINE:
-        raise BadRequestError(
-            f"the request line is {newline + 1} bytes; at most {MAX_REQUEST_LINE} are allowed"
-        )
+        raise BadRequestError(f"the request line is {newline + 1} bytes; at most {MAX_REQUEST_LINE} are allowed")
     try:
         line = data[:newline].decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -477,17 +462,14 @@ def parse_request(data: bytes) -> Request:
     metadata: dict[str, str] = {}
     if block is not None:
         if len(block) > MAX_METADATA:
-            raise BadRequestError(
-                f"the metadata block is {len(block)} bytes; at most {MAX_METADATA} are allowed"
-            )
+            raise BadRequestError(f"the metadata block is {len(block)} bytes; at most {MAX_METADATA} are allowed")
         try:
             metadata = parse_metadata(block.decode("utf-8"))
         except UnicodeDecodeError as exc:
             raise BadRequestError("the metadata block is not valid UTF-8") from exc
     if len(body) > MAX_BODY:
         raise BadRequestError(
-            f"the body is {len(body)} bytes; at most {MAX_BODY} (1 MiB) are allowed; "
-            "split the document"
+            f"the body is {len(body)} bytes; at most {MAX_BODY} (1 MiB) are allowed; split the document"
         )
     return Request(verb=verb, path=path, metadata=metadata, body=body)
 
@@ -504,14 +486,11 @@ def encode_request(request: Request) -> bytes:
         raise BadRequestError(f"the request line exceeds {MAX_REQUEST_LINE} bytes; shorten the path")
     if len(request.body) > MAX_BODY:
         raise BadRequestError(
-            f"the body is {len(request.body)} bytes; at most {MAX_BODY} (1 MiB) are allowed; "
-            "split the document"
+            f"the body is {len(request.body)} bytes; at most {MAX_BODY} (1 MiB) are allowed; split the document"
         )
     meta = encode_metadata(request.metadata)
     if len(meta.encode("utf-8")) > MAX_METADATA:
-        raise BadRequestError(
-            f"the metadata is {len(meta.encode('utf-8'))} bytes; at most {MAX_METADATA} are allowed"
-        )
+        raise BadRequestError(f"the metadata is {len(meta.encode('utf-8'))} bytes; at most {MAX_METADATA} are allowed")
     # A body that itself opens with `---` needs a (possibly empty) block in front of it.
     needs_block = bool(request.metadata) or request.body.startswith(b"---\n")
     block = f"---\n{meta}---\n" if needs_block else ""
@@ -523,7 +502,7 @@ def encode_request(request: Request) -> bytes:
 
 def encode_response(response: Response) -> bytes:
     meta = encode_metadata({**response.metadata, "status": response.status})
-    return f"---\n{meta}---\n".encode("utf-8") + response.body
+    return f"---\n{meta}---\n".encode() + response.body
 
 
 def parse_response(data: bytes) -> Response:
@@ -551,11 +530,9 @@ def status_title(status: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def error_response(
-    status: str, message: str, metadata: Mapping[str, str] | None = None
-) -> Response:
+def error_response(status: str, message: str, metadata: Mapping[str, str] | None = None) -> Response:
     """An error answer: one markdown paragraph under a title, saying what to do."""
-    body = f"\n# {status_title(status)}\n\n{message}\n".encode("utf-8")
+    body = f"\n# {status_title(status)}\n\n{message}\n".encode()
     return Response(status=status, metadata=dict(metadata or {}), body=body)
 
 

@@ -37,6 +37,7 @@ from .errors import (
     NotPermittedError,
     UnauthorizedError,
 )
+from .index import Index, SectionIndex, content_words, reconcile
 from .protocol import (
     MAX_BODY,
     MAX_QUERY_TERMS,
@@ -52,7 +53,6 @@ from .protocol import (
     validate_publisher_metadata,
 )
 from .render import ListingEntry, LookupRow, format_time, render_listing, render_lookup, render_versions
-from .index import Index, SectionIndex, content_words, reconcile
 from .store import FileStore, StoredVersion
 from .store.owner import StoreOwner, claim, held_elsewhere
 
@@ -86,12 +86,11 @@ def _utcnow() -> datetime:
 def _parse_expected(value: str | None, *, required: bool) -> int | None:
     if value is None or value == "":
         if required:
-            raise BadRequestError(
-                "APPEND needs `expected-version`: the version you read (see VERSIONS `current`)"
-            )
+            raise BadRequestError("APPEND needs `expected-version`: the version you read (see VERSIONS `current`)")
         return None
     number = parse_count(
-        "expected-version", value,
+        "expected-version",
+        value,
         "use 0 to create a new document or the current version number to update it",
     )
     if required and number < 1:
@@ -150,9 +149,7 @@ class Service(VerbMethods):
             self._refresh_catalog(path)
 
     @classmethod
-    def open(
-        cls, root: Path, *, tokens: Path | None = None, trusted: bool = False, writable: bool = True
-    ) -> Service:
+    def open(cls, root: Path, *, tokens: Path | None = None, trusted: bool = False, writable: bool = True) -> Service:
         """A service over a store directory, with its section index in `root/.demarkus/`.
 
         A writable service claims the store (see `store.owner`); a read-only one leaves
@@ -165,8 +162,7 @@ class Service(VerbMethods):
         root = Path(root)
         if not root.is_dir():
             raise NotFoundError(
-                f"the store {root} does not exist; create the directory first (or pass "
-                "--create to demarkus serve)"
+                f"the store {root} does not exist; create the directory first (or pass --create to demarkus serve)"
             )
         authorizer = Authorizer(tokens) if tokens else None
         owner = claim(root) if writable else None
@@ -228,8 +224,7 @@ class Service(VerbMethods):
             log.error("disk full while answering %s %s: %s", request.verb, request.path, exc)
             return error_response(
                 Status.SERVER_ERROR,
-                "The authority's disk is full, so nothing was stored. Retry after its "
-                "operator has freed space.",
+                "The authority's disk is full, so nothing was stored. Retry after its operator has freed space.",
             )
         except Exception:  # the top of a request: log it, answer, keep serving
             return self._failed(request)
@@ -368,9 +363,7 @@ class Service(VerbMethods):
                 return self._document_response(self.store.read(index), request)
             self._check_read(token, path)
             return self._listing(request)
-        raise NotFoundError(
-            f"no document at {path}; use LIST on its directory or LOOKUP to find the right path"
-        )
+        raise NotFoundError(f"no document at {path}; use LIST on its directory or LOOKUP to find the right path")
 
     def _split_version(self, path: str) -> tuple[str, int] | None:
         base, _, last = path.rpartition("/")
@@ -442,9 +435,7 @@ class Service(VerbMethods):
                 padded = text + "=" * (-len(text) % 4)
                 after = base64.b64decode(padded, altchars=b"-_", validate=True).decode("utf-8")
             except (ValueError, UnicodeDecodeError):
-                raise BadRequestError(
-                    "the cursor is not one this server issued; LIST again without a cursor"
-                ) from None
+                raise BadRequestError("the cursor is not one this server issued; LIST again without a cursor") from None
         base = path.rstrip("/")
         visible = self._readable(token)
         rows: list[ListingEntry] = []
@@ -528,9 +519,7 @@ class Service(VerbMethods):
         with self._lock:
             current = self.store.read(path)
             if current.archived:
-                raise ArchivedError(
-                    f"{path} is archived; publish an empty body to restore it before appending"
-                )
+                raise ArchivedError(f"{path} is archived; publish an empty body to restore it before appending")
             base = self.store.read(path, expected) if expected != current.version else current
             joiner = b"" if not base.body or base.body.endswith(b"\n") else b"\n"
             body = base.body + joiner + request.body
@@ -561,7 +550,9 @@ class Service(VerbMethods):
         limit = parse_limit(meta.get("limit"))
         match = meta.get("match", "catalog") or "catalog"
         if match not in ("catalog", "body"):
-            raise BadRequestError(f"match `{match}` is unknown; use `catalog` (tags and titles) or `body` (section text)")
+            raise BadRequestError(
+                f"match `{match}` is unknown; use `catalog` (tags and titles) or `body` (section text)"
+            )
         scope = normalize_scope(request.path)
         terms = query_terms(query)
         body_match = match == "body" and self.index is not None and terms != ["*"]

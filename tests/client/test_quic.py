@@ -78,8 +78,9 @@ class ScriptedAuthority:
                     authority.stopped.append(event.stream_id)
                 super().quic_event_received(event)
 
-        self._server = await serve("127.0.0.1", 0, configuration=server_configuration(self._cert, self._key),
-                                   create_protocol=Scripted)
+        self._server = await serve(
+            "127.0.0.1", 0, configuration=server_configuration(self._cert, self._key), create_protocol=Scripted
+        )
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -90,21 +91,25 @@ class ScriptedAuthority:
         self._server.close()
         await asyncio.sleep(0)
 
-    def _spawn(self, protocol: QuicConnectionProtocol, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def _spawn(
+        self, protocol: QuicConnectionProtocol, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         task = asyncio.ensure_future(self._answer(protocol, reader, writer))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _answer(self, protocol: QuicConnectionProtocol, reader: asyncio.StreamReader,
-                      writer: asyncio.StreamWriter) -> None:
+    async def _answer(
+        self, protocol: QuicConnectionProtocol, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         try:
             await self._script(protocol, reader, writer)
         finally:  # a stream the client stopped refuses even the FIN; this marks it done
             with contextlib.suppress(Exception):
                 writer.write_eof()
 
-    async def _script(self, protocol: QuicConnectionProtocol, reader: asyncio.StreamReader,
-                      writer: asyncio.StreamWriter) -> None:
+    async def _script(
+        self, protocol: QuicConnectionProtocol, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         request = parse_request(await reader.read())
         self.seen[request.path] += 1
         if request.path == "/never.md":
@@ -160,7 +165,9 @@ async def test_a_slow_answer_fails_alone_and_the_shared_connection_carries_on(au
     assert len(authority.stopped) == 1  # and the authority was told to drop the answer given up
 
 
-async def test_a_write_whose_answer_is_late_is_outcome_unknown_and_the_connection_stays(authority: ScriptedAuthority, tls_files):
+async def test_a_write_whose_answer_is_late_is_outcome_unknown_and_the_connection_stays(
+    authority: ScriptedAuthority, tls_files
+):
     async with scripted_client(authority, tls_files[0], timeout=0.6, answer_timeout=1.0, retries=3) as client:
         assert (await client.fetch("/a.md")).status == "ok"
         connection = client.connection
@@ -204,8 +211,9 @@ def _rmem_max() -> int | None:
 
 async def test_the_receive_buffer_asked_for_is_set_on_the_connections_socket(server: MarkServer, tls_files):
     asked = 1 << 20
-    async with Client(f"mark://localhost:{server.port}", ca=tls_files[0], dial_host="127.0.0.1",
-                      receive_buffer=asked) as client:
+    async with Client(
+        f"mark://localhost:{server.port}", ca=tls_files[0], dial_host="127.0.0.1", receive_buffer=asked
+    ) as client:
         assert (await client.fetch("/health")).status == "ok"
         assert client.connection is not None
         granted = client.connection.receive_buffer

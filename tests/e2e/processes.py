@@ -53,8 +53,12 @@ def wait_for_line(proc: subprocess.Popen[str], pattern: re.Pattern[str], timeout
 
 
 @contextmanager
-def running(args: Sequence[str], env: dict[str, str] | None = None, cwd: Path | None = None,
-            pattern: re.Pattern[str] = LISTENING) -> Iterator[tuple[subprocess.Popen[str], str]]:
+def running(
+    args: Sequence[str],
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    pattern: re.Pattern[str] = LISTENING,
+) -> Iterator[tuple[subprocess.Popen[str], str]]:
     """Run a command that prints where it listens (`listening on mark://...`, or what
     `pattern` matches); yield the process and the URL (the pattern's first group)."""
     full_env = {**os.environ, **(env or {})}
@@ -76,6 +80,10 @@ def running(args: Sequence[str], env: dict[str, str] | None = None, cwd: Path | 
 
 def cli(*args: str, env: dict[str, str] | None = None, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*DEMARKUS, *args], capture_output=True, text=True, timeout=60,
-        env={**os.environ, **(env or {})}, input=stdin,
+        [*DEMARKUS, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **(env or {})},
+        input=stdin,
     )

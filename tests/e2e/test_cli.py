@@ -19,7 +19,9 @@ def served(tmp_path: Path):
     auth.add_grant(tokens, "writer", writer, ["/**"], ["publish"])
     root = tmp_path / "store"
     env = {"DEMARKUS_HOME": os.environ["DEMARKUS_HOME"]}
-    with running([*DEMARKUS, "serve", "--root", str(root), "--create", "--port", "0", "--tokens", str(tokens)], env=env) as (proc, url):
+    with running(
+        [*DEMARKUS, "serve", "--root", str(root), "--create", "--port", "0", "--tokens", str(tokens)], env=env
+    ) as (proc, url):
         yield url, writer, env
 
 
@@ -27,7 +29,18 @@ def test_publish_fetch_list_versions_lookup_append_archive_through_the_cli(serve
     url, writer, env = served
     doc = tmp_path / "a.md"
     doc.write_text("# Alpha\n\nHello.\n")
-    published = cli("publish", f"{url}/docs/a.md", str(doc), "--meta", "title=Alpha", "--meta", "tags=greeting", "--token", writer, env=env)
+    published = cli(
+        "publish",
+        f"{url}/docs/a.md",
+        str(doc),
+        "--meta",
+        "title=Alpha",
+        "--meta",
+        "tags=greeting",
+        "--token",
+        writer,
+        env=env,
+    )
     assert published.returncode == 0, published.stderr
     assert "status: created" in published.stdout and "version: 1" in published.stdout
     fetched = cli("fetch", f"{url}/docs/a.md", env=env)
@@ -36,7 +49,9 @@ def test_publish_fetch_list_versions_lookup_append_archive_through_the_cli(serve
     assert "title: Alpha" in meta.stdout
     listed = cli("list", f"{url}/docs", env=env)
     assert "[a.md](a.md)" in listed.stdout
-    appended = cli("append", f"{url}/docs/a.md", "-", "--expected-version", "1", "--token", writer, env=env, stdin="More.\n")
+    appended = cli(
+        "append", f"{url}/docs/a.md", "-", "--expected-version", "1", "--token", writer, env=env, stdin="More.\n"
+    )
     assert appended.returncode == 0, appended.stderr
     history = cli("versions", f"{url}/docs/a.md", env=env)
     assert "chain-valid: true" in history.stdout and "[v2]" in history.stdout
@@ -69,7 +84,9 @@ def test_cli_errors_are_one_line_and_exit_non_zero(served, args, fragment):
 
 def test_token_generate_prints_the_token_once_and_stores_its_hash(tmp_path: Path):
     tokens = tmp_path / "t.toml"
-    result = cli("token", "generate", "--tokens", str(tokens), "--label", "laptop", "--paths", "/docs/**", "--ops", "publish")
+    result = cli(
+        "token", "generate", "--tokens", str(tokens), "--label", "laptop", "--paths", "/docs/**", "--ops", "publish"
+    )
     assert result.returncode == 0, result.stderr
     raw = result.stdout.strip()
     stored = tokens.read_text()

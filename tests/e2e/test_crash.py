@@ -44,7 +44,9 @@ async def test_sigkill_during_publishes_leaves_no_partial_version(tmp_path: Path
                 assert response.status == "created"
                 acknowledged = version
             pending = [asyncio.create_task(client.publish(f"/other-{i}.md", payload)) for i in range(4)]
-            pending.append(asyncio.create_task(client.publish("/stream.md", "# next\n" + payload, expected_version=acknowledged)))
+            pending.append(
+                asyncio.create_task(client.publish("/stream.md", "# next\n" + payload, expected_version=acknowledged))
+            )
             await asyncio.sleep(0)  # let the requests leave before the kill
             proc.send_signal(signal.SIGKILL)
             proc.wait(timeout=10)
@@ -59,7 +61,9 @@ async def test_sigkill_during_publishes_leaves_no_partial_version(tmp_path: Path
     assert store.verify("/stream.md") is None
     for number in range(1, current + 1):
         version = store.read("/stream.md", number)
-        assert version.body.startswith(f"# v{number}\n".encode()) or (number == acknowledged + 1 and version.body.startswith(b"# next\n"))
+        assert version.body.startswith(f"# v{number}\n".encode()) or (
+            number == acknowledged + 1 and version.body.startswith(b"# next\n")
+        )
         assert parse_version(version.raw).body == version.body
     versions_dir = root / "versions"
     visible = sorted(p.name for p in versions_dir.iterdir() if not p.name.startswith("."))

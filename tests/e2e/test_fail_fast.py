@@ -96,8 +96,11 @@ async def test_an_authority_killed_under_an_open_connection_is_reported_within_s
 async def mcp_fetch(url: str, home: Path, stderr: Path) -> tuple[str, bool, float]:
     """Start `demarkus mcp --host URL` (no --ca) with its own home, call mark_fetch once;
     return the text, whether it is a tool error, and how long the call took."""
-    params = StdioServerParameters(command=sys.executable, args=["-m", "demarkus", "mcp", "--host", url, "--read-only"],
-                                   env={**os.environ, "DEMARKUS_HOME": str(home)})
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "demarkus", "mcp", "--host", url, "--read-only"],
+        env={**os.environ, "DEMARKUS_HOME": str(home)},
+    )
     with stderr.open("w") as errlog:
         async with MCPClient(stdio_client(params, errlog=errlog)) as agent:  # type: ignore[arg-type]
             started = time.monotonic()

@@ -47,7 +47,9 @@ async def test_stdio_server_over_quic_answers_like_the_in_process_server(demo_ro
         url = f"mark://localhost:{server.port}"
         async with Client(mcp_params(url, cert, str(tmp_path / "home"))) as remote:
             tools = sorted(t.name for t in (await remote.list_tools()).tools)
-            assert tools == sorted(["mark_lookup", "mark_fetch", "mark_explore", "mark_backlinks", "mark_list", "mark_versions"])
+            assert tools == sorted(
+                ["mark_lookup", "mark_fetch", "mark_explore", "mark_backlinks", "mark_list", "mark_versions"]
+            )
             remote_texts = [await call(remote, tool, **args) for tool, args in CALLS]
         async with Client(make_server(demo_root, authority=url)) as local:
             local_texts = [await call(local, tool, **args) for tool, args in CALLS]
@@ -64,8 +66,21 @@ def test_the_mcp_inspector_cli_lists_tools_and_calls_lookup(demo_root: Path):
     names = {tool["name"] for tool in json.loads(listed.stdout)["tools"]}
     assert {"mark_lookup", "mark_fetch", "mark_explore"} <= names
     called = subprocess.run(
-        [*base, "--method", "tools/call", "--tool-name", "mark_lookup", "--tool-arg", "query=snapshot", "--tool-arg", "limit=2"],
-        capture_output=True, text=True, timeout=120, env=env,
+        [
+            *base,
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "mark_lookup",
+            "--tool-arg",
+            "query=snapshot",
+            "--tool-arg",
+            "limit=2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
     )
     assert called.returncode == 0, called.stderr
     result = json.loads(called.stdout)
@@ -74,7 +89,9 @@ def test_the_mcp_inspector_cli_lists_tools_and_calls_lookup(demo_root: Path):
     assert "/runbooks/" in text
 
 
-async def test_stdio_server_writes_through_quic_with_the_callers_token(tokens, store_root: Path, tls_files, tmp_path: Path):
+async def test_stdio_server_writes_through_quic_with_the_callers_token(
+    tokens, store_root: Path, tls_files, tmp_path: Path
+):
     cert, key = tls_files
     async with serve_mark(Service.open(store_root, tokens=tokens.file), port=0, cert=cert, key=key) as server:
         url = f"mark://localhost:{server.port}"
@@ -84,7 +101,9 @@ async def test_stdio_server_writes_through_quic_with_the_callers_token(tokens, s
             env={**os.environ, "DEMARKUS_HOME": str(tmp_path / "home")},
         )
         async with Client(params) as remote:
-            created, failed = await call(remote, "mark_publish", url="/docs/a.md", body="# A\n\nFirst.\n", metadata={"title": "A"})
+            created, failed = await call(
+                remote, "mark_publish", url="/docs/a.md", body="# A\n\nFirst.\n", metadata={"title": "A"}
+            )
             assert not failed and created.startswith("status: created\nversion: 1\n")
             appended, _ = await call(remote, "mark_append", url="/docs/a.md", body="Second.\n")
             assert appended.startswith("status: created\nversion: 2\n")

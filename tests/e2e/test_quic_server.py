@@ -44,7 +44,19 @@ async def raw_request(port: int, cert: Path, data: bytes) -> bytes:
         (b"PUBLISH /a.md\n---\nversion: '3'\n---\nbody", "unauthorized"),
         (b"", "bad-request"),
     ],
-    ids=["no-newline", "unterminated", "unknown-verb", "long-line", "bad-utf8", "control-char", "dotdot", "big-meta", "big-body", "reserved-unauth", "empty"],
+    ids=[
+        "no-newline",
+        "unterminated",
+        "unknown-verb",
+        "long-line",
+        "bad-utf8",
+        "control-char",
+        "dotdot",
+        "big-meta",
+        "big-body",
+        "reserved-unauth",
+        "empty",
+    ],
 )
 async def test_bad_raw_requests_get_a_status_and_the_server_keeps_serving(
     server: MarkServer, tls_files: tuple[Path, Path], data: bytes, status: str
@@ -92,7 +104,10 @@ async def test_concurrent_publishers_with_expected_version_win_exactly_once_each
         await clients[0].publish("/race.md", "start", token=tokens.writer)
         for round_ in range(1, 6):
             results = await asyncio.gather(
-                *(c.publish("/race.md", f"round {round_} by {i}", expected_version=round_, token=tokens.writer) for i, c in enumerate(clients))
+                *(
+                    c.publish("/race.md", f"round {round_} by {i}", expected_version=round_, token=tokens.writer)
+                    for i, c in enumerate(clients)
+                )
             )
             statuses = sorted(r.status for r in results)
             assert statuses == ["conflict"] * 5 + ["created"]
@@ -126,7 +141,15 @@ async def test_the_client_reconnects_after_the_server_restarts(service, tls_file
 
 
 async def test_reads_give_up_with_a_clear_error_when_nothing_listens(tls_files: tuple[Path, Path]):
-    client = Client("mark://localhost:9", ca=tls_files[0], dial_host="127.0.0.1", retries=2, retry_delay=0.01, timeout=1, connect_timeout=0.5)
+    client = Client(
+        "mark://localhost:9",
+        ca=tls_files[0],
+        dial_host="127.0.0.1",
+        retries=2,
+        retry_delay=0.01,
+        timeout=1,
+        connect_timeout=0.5,
+    )
     try:
         with pytest.raises(TransportError) as caught:
             await client.fetch("/health")

@@ -21,11 +21,11 @@ from mcp import StdioServerParameters
 
 from demarkus import auth
 from demarkus.client import Client
+from demarkus.errors import BadRequestError
 from demarkus.protocol import MAX_PATH_DEPTH, MAX_QUERY_TERMS, parse_response
 from demarkus.server.quic import MarkServer, serve_mark
 from demarkus.service import Service
 from demarkus.store import FileStore
-from demarkus.errors import BadRequestError
 
 from ..conftest import Tokens, call
 from .processes import DEMARKUS, cli, running
@@ -56,9 +56,14 @@ async def private(client: Client, tokens: Tokens) -> Client:
 @pytest.mark.parametrize(
     "line",
     [
-        "FETCH //private/a.md", "FETCH ///private///sub///b.md", "FETCH //private/a.md/v1",
-        "VERSIONS //private/a.md", "FETCH /exact/doc.md/", "FETCH /secret//x.md",
-        "FETCH /private/a.md/", "VERSIONS ///exact//doc.md//",
+        "FETCH //private/a.md",
+        "FETCH ///private///sub///b.md",
+        "FETCH //private/a.md/v1",
+        "VERSIONS //private/a.md",
+        "FETCH /exact/doc.md/",
+        "FETCH /secret//x.md",
+        "FETCH /private/a.md/",
+        "VERSIONS ///exact//doc.md//",
     ],
 )
 async def test_no_spelling_of_a_protected_path_is_served_without_a_token(
@@ -100,7 +105,8 @@ async def test_demarkus_fetch_and_mcp_host_refuse_the_spellings_too(
     assert fetched.returncode == 1 and "protected text" not in fetched.stdout
     assert "needs a token" in fetched.stderr
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "demarkus", "mcp", "--host", url, "--ca", str(cert), "--read-only"],
+        command=sys.executable,
+        args=["-m", "demarkus", "mcp", "--host", url, "--ca", str(cert), "--read-only"],
         env={**os.environ, "DEMARKUS_HOME": str(tmp_path / "home")},
     )
     async with MCPClient(params) as mcp:
@@ -148,8 +154,9 @@ async def test_an_in_place_rewrite_of_the_token_file_never_opens_a_protected_pat
 def tiny_disk(folder: Path, size: str = "2m") -> Iterator[Path]:
     """A real, small file system at `folder` (tmpfs), unmounted afterwards."""
     folder.mkdir(parents=True, exist_ok=True)
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
-                             capture_output=True, text=True)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], capture_output=True, text=True
+    )
     if mounted.returncode != 0:
         pytest.skip(f"this machine cannot mount a small file system here: {mounted.stderr.strip()}")
     try:
@@ -236,8 +243,18 @@ async def test_mcp_scope_hides_titles_and_paths_outside_it_in_explore_and_backli
     def params(scope: str) -> StdioServerParameters:
         return StdioServerParameters(
             command=sys.executable,
-            args=["-m", "demarkus", "mcp", "--root", str(root), "--read-only", "--scope", scope,
-                  "--authority", "mark://demo.world"],
+            args=[
+                "-m",
+                "demarkus",
+                "mcp",
+                "--root",
+                str(root),
+                "--read-only",
+                "--scope",
+                scope,
+                "--authority",
+                "mark://demo.world",
+            ],
             env={**os.environ, "DEMARKUS_HOME": str(tmp_path / "home")},
         )
 
@@ -249,7 +266,7 @@ async def test_mcp_scope_hides_titles_and_paths_outside_it_in_explore_and_backli
     async with MCPClient(params("/runbooks")) as narrow:
         backlinks, _ = await call(narrow, "mark_backlinks", url=url)
         explored, _ = await call(narrow, "mark_explore", url=url, direction="both")
-    relations = explored[explored.index("## Relations"):explored.index("## Siblings")]
+    relations = explored[explored.index("## Relations") : explored.index("## Siblings")]
     for text in (backlinks, relations):
         assert not [name for name in outside if name in text], text
         assert "mark://demo.world/runbooks/take-snapshot.md" in text
@@ -263,7 +280,7 @@ async def test_mcp_scope_hides_titles_and_paths_outside_it_in_explore_and_backli
 async def test_numbers_are_ascii_digits_or_a_bad_request(
     server: MarkServer, tls_files: tuple[Path, Path], tokens: Tokens, key: str, line: str, value: str
 ):
-    data = f"{line}\n---\nauth: {tokens.writer}\n{key}: \"{value}\"\n---\n# N\n".encode()
+    data = f'{line}\n---\nauth: {tokens.writer}\n{key}: "{value}"\n---\n# N\n'.encode()
     response = parse_response(await raw_request(server.port, tls_files[0], data))
     assert response.status == "bad-request", response.text
     assert "whole number" in response.text
@@ -323,7 +340,10 @@ def test_a_damaged_index_file_is_named_and_index_rebuild_recreates_it(tmp_path: 
     for name in ("index.sqlite-wal", "index.sqlite-shm"):
         (root / ".demarkus" / name).unlink(missing_ok=True)
     index.write_bytes(b"this is not a database" * 100)
-    for args in (["fetch", "/a.md", "--root", str(root)], ["lookup", "/", "alpha", "--match", "body", "--root", str(root)]):
+    for args in (
+        ["fetch", "/a.md", "--root", str(root)],
+        ["lookup", "/", "alpha", "--match", "body", "--root", str(root)],
+    ):
         broken = cli(*args)
         assert broken.returncode == 1, broken.stdout
         assert "Traceback" not in broken.stderr and "index rebuild" in broken.stderr and str(index) in broken.stderr

@@ -184,9 +184,7 @@ async def test_a_connection_with_too_many_requests_in_flight_has_the_next_refuse
     assert answers == ["ok"] * 4 + ["rate-limited"]
 
 
-async def test_nothing_per_stream_outlives_two_thousand_requests_on_one_connection(
-    server: MarkServer, client: Client
-):
+async def test_nothing_per_stream_outlives_two_thousand_requests_on_one_connection(server: MarkServer, client: Client):
     for _ in range(40):
         responses = await asyncio.gather(*(client.fetch("/health") for _ in range(50)))
         assert {r.status for r in responses} == {"ok"}
@@ -211,9 +209,7 @@ async def test_an_unfinished_request_is_refused_after_the_read_timeout_and_stopp
         assert server.budget.streams == 0
 
 
-async def test_close_answers_requests_in_flight_and_refuses_new_ones(
-    service: Service, tls_files: tuple[Path, Path]
-):
+async def test_close_answers_requests_in_flight_and_refuses_new_ones(service: Service, tls_files: tuple[Path, Path]):
     cert, key = tls_files
     server = MarkServer(service, "127.0.0.1", 0, cert, key)
     await server.start()

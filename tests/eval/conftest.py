@@ -50,11 +50,14 @@ def baseline_commit() -> str:
     git = shutil.which("git")
     if git is None:
         pytest.fail("git is not on PATH: the eval tests extract the v0.1.0 baseline (bench/BASELINE) with git archive")
-    found = subprocess.run([git, "-C", str(REPO), "cat-file", "-e", f"{commit}^{{commit}}"],
-                           check=False, capture_output=True)
+    found = subprocess.run(
+        [git, "-C", str(REPO), "cat-file", "-e", f"{commit}^{{commit}}"], check=False, capture_output=True
+    )
     if found.returncode != 0:
-        pytest.fail(f"baseline commit {commit} (bench/BASELINE) is not in the git history of {REPO}: "
-                    "clone with full history (e.g. `git fetch --unshallow`) so the eval tests can build v0.1.0")
+        pytest.fail(
+            f"baseline commit {commit} (bench/BASELINE) is not in the git history of {REPO}: "
+            "clone with full history (e.g. `git fetch --unshallow`) so the eval tests can build v0.1.0"
+        )
     return commit
 
 
@@ -62,11 +65,16 @@ def build_baseline(root: Path, commit: str) -> Path:
     """A venv at `root` running `demarkus` from `commit`; returns its bin/demarkus."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True, capture_output=True)
     python = root / "bin" / "python"
-    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             check=True, capture_output=True, text=True).stdout.strip()
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     site_packages = Path(purelib)
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", commit, "src/demarkus"],
-                             check=True, capture_output=True).stdout
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", "--format=tar", commit, "src/demarkus"], check=True, capture_output=True
+    ).stdout
     unpacked = root / "archive"
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         if hasattr(tarfile, "data_filter"):
@@ -101,8 +109,13 @@ def arms(tmp_path_factory: pytest.TempPathFactory, baseline_bin: Path) -> dict[s
     for name, (policy, baseline) in ARMS.items():
         folder = tmp_path_factory.mktemp(f"arm-{name}") / "run"
         lines: list[str] = []
-        config = RunConfig(world=demo_world_path(), output=folder, policy=policy,
-                           mcp_bin=str(baseline_bin) if baseline else None, echo=lines.append)
+        config = RunConfig(
+            world=demo_world_path(),
+            output=folder,
+            policy=policy,
+            mcp_bin=str(baseline_bin) if baseline else None,
+            echo=lines.append,
+        )
         asyncio.run(run_eval(config))
         (folder.parent / "progress.log").write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
         out[name] = folder

@@ -37,7 +37,7 @@ def value_labels(ax: Axes) -> list[list[str]]:
     """The bar label texts of each arm's bars, in category order."""
     per_arm = len(ax.texts) // len(ax.containers)
     texts = [text.get_text() for text in ax.texts]
-    return [texts[a * per_arm:(a + 1) * per_arm] for a in range(len(ax.containers))]
+    return [texts[a * per_arm : (a + 1) * per_arm] for a in range(len(ax.containers))]
 
 
 def heights(ax: Axes) -> list[list[float]]:
@@ -49,6 +49,7 @@ Values = list[list[float | None]]
 
 def expected(reports: list[dict[str, Any]], names: list[str]) -> tuple[Values, Values]:
     """(tokens per correct answer, turns per attempt) per arm per category, straight from the reports."""
+
     def scope(report: dict[str, Any], name: str) -> dict[str, Any] | None:
         return report["summary"] if name == "overall" else report["categories"].get(name)
 
@@ -75,7 +76,9 @@ def test_the_figure_carries_title_axes_categories_legend_and_values(arms: dict[s
     assert value_labels(tokens_ax) == [["n/a" if v is None else f"{round(v):,}" for v in arm] for arm in tokens]
     assert value_labels(turns_ax) == [[f"{v:.1f}" for v in arm] for arm in turns]
     overall = [r["summary"] for r in reports]
-    assert [arm[-1] for arm in value_labels(tokens_ax)] == [f"{round(s['tokens_per_correct_answer']):,}" for s in overall]
+    assert [arm[-1] for arm in value_labels(tokens_ax)] == [
+        f"{round(s['tokens_per_correct_answer']):,}" for s in overall
+    ]
     assert [arm[-1] for arm in value_labels(turns_ax)] == [f"{s['model_turns'] / s['attempts']:.1f}" for s in overall]
     assert tokens_ax.get_ylim()[1] > max(v for arm in tokens for v in arm if v is not None), "the tallest bar fits"
 
@@ -95,16 +98,26 @@ def test_the_png_opens_at_the_figure_size_and_saves_are_identical(arms: dict[str
         assert image.size == tuple(round(side * DPI) for side in figure.get_size_inches())
         assert "Software" not in image.info
         colors = {color for _, color in image.convert("RGB").getcolors(maxcolors=1 << 20)}
-    bar_colors = {tuple(round(255 * c) for c in container[0].get_facecolor()[:3])
-                  for container in panels(figure)[0].containers}
+    bar_colors = {
+        tuple(round(255 * c) for c in container[0].get_facecolor()[:3]) for container in panels(figure)[0].containers
+    }
     assert len(bar_colors) == 3 and bar_colors <= colors, "one bar colour per arm, painted"
 
 
 def test_a_single_arm_and_an_empty_category_still_draw(tmp_path: Path) -> None:
-    summary = {"attempts": 2, "correct": 0, "tokens_per_correct_answer": None, "model_turns": 5,
-               "usage_lower_bound": False}
-    report = {"spec": {"world": "w", "fixture_hashes": {"questions": "q"}}, "summary": summary,
-              "categories": {"absent": summary}, "implementation_hashes": {}}
+    summary = {
+        "attempts": 2,
+        "correct": 0,
+        "tokens_per_correct_answer": None,
+        "model_turns": 5,
+        "usage_lower_bound": False,
+    }
+    report = {
+        "spec": {"world": "w", "fixture_hashes": {"questions": "q"}},
+        "summary": summary,
+        "categories": {"absent": summary},
+        "implementation_hashes": {},
+    }
     figure = build_figure([("only", report)], title="custom")
     tokens_ax, turns_ax = panels(figure)
     assert figure.get_suptitle() == "custom"
@@ -149,7 +162,9 @@ def test_every_run_writes_its_chart(arms: dict[str, Path]) -> None:
 def test_the_demarkus_command_does_not_import_matplotlib() -> None:
     """Every `demarkus mcp` subprocess of a run imports the CLI, which imports the eval report
     module; matplotlib (and numpy) load only when a chart is drawn."""
-    probe = ("import sys, demarkus.cli, demarkus.eval.runner, demarkus.eval.report; "
-             "print(sorted(m for m in ('matplotlib', 'numpy', 'PIL') if m in sys.modules))")
+    probe = (
+        "import sys, demarkus.cli, demarkus.eval.runner, demarkus.eval.report; "
+        "print(sorted(m for m in ('matplotlib', 'numpy', 'PIL') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True)
     assert out.stdout.strip() == "[]"

@@ -14,30 +14,70 @@ H = "sha256-" + "0" * 64
 
 
 def attempt(task: str, category: str, correct: bool, tokens: int, *, explore: int = 0, expansions: int = 0) -> dict:
-    calls = [{"name": "mark_lookup", "input": {}, "output": "x"}] + [{"name": "mark_explore", "input": {}, "output": "y"}] * explore
+    calls = [{"name": "mark_lookup", "input": {}, "output": "x"}] + [
+        {"name": "mark_explore", "input": {}, "output": "y"}
+    ] * explore
     return {
-        "task": task, "category": category, "repeat": 1, "latency_phase": "cold", "elapsed_ms": 10.0,
-        "protocol_requests": 2, "tool_result_tokens": 100, "relation_expansions": expansions,
+        "task": task,
+        "category": category,
+        "repeat": 1,
+        "latency_phase": "cold",
+        "elapsed_ms": 10.0,
+        "protocol_requests": 2,
+        "tool_result_tokens": 100,
+        "relation_expansions": expansions,
         "tool_calls_by_tool": {"mark_lookup": 1, **({"mark_explore": explore} if explore else {})},
-        "trace": {"usage": {"input": tokens - 10, "output": 10, "reasoning": 0, "cache": {"read": 0, "write": 0}},
-                  "usage_total": tokens, "usage_complete": True, "usage_lower_bound": True,
-                  "turns": 2 + explore, "calls": calls, "final": "{}"},
-        "score": {"correct": correct, "answer_correct": correct, "citations_valid": correct,
-                  "evidence_sufficient": correct, "reasons": []},
+        "trace": {
+            "usage": {"input": tokens - 10, "output": 10, "reasoning": 0, "cache": {"read": 0, "write": 0}},
+            "usage_total": tokens,
+            "usage_complete": True,
+            "usage_lower_bound": True,
+            "turns": 2 + explore,
+            "calls": calls,
+            "final": "{}",
+        },
+        "score": {
+            "correct": correct,
+            "answer_correct": correct,
+            "citations_valid": correct,
+            "evidence_sufficient": correct,
+            "reasons": [],
+        },
     }
 
 
-def report(policy: str = "graph-budget-first-v1", mcp: str = "a", *, tokens: int = 1000, direct_ok: bool = True,
-           explore: int = 0, expansions: int = 0, **hashes: str) -> dict:
-    spec = {"suite": "world-answer-v1", "world": "demo", "fixture_hashes": {"corpus": H, "questions": H, "rubric": H},
-            "reader": "oracle", "model": "oracle", "steps": 8, "timeout": 180.0, "repeats": 1, "case": "",
-            "reader_policy": policy, "reader_prompt_hash": POLICIES[policy].prompt_hash,
-            "scoring_version": "section-provenance-py-v1", "expected_attempts": 3}
+def report(
+    policy: str = "graph-budget-first-v1",
+    mcp: str = "a",
+    *,
+    tokens: int = 1000,
+    direct_ok: bool = True,
+    explore: int = 0,
+    expansions: int = 0,
+    **hashes: str,
+) -> dict:
+    spec = {
+        "suite": "world-answer-v1",
+        "world": "demo",
+        "fixture_hashes": {"corpus": H, "questions": H, "rubric": H},
+        "reader": "oracle",
+        "model": "oracle",
+        "steps": 8,
+        "timeout": 180.0,
+        "repeats": 1,
+        "case": "",
+        "reader_policy": policy,
+        "reader_prompt_hash": POLICIES[policy].prompt_hash,
+        "scoring_version": "section-provenance-py-v1",
+        "expected_attempts": 3,
+    }
     impl = {"server": H, "runner": H, "reader": H, "mcp": "sha256-" + mcp * 64}
     impl.update({k: "sha256-" + v * 64 for k, v in hashes.items()})
-    attempts = [attempt("q1", "direct", direct_ok, 1000),
-                attempt("q2", "supersession", True, tokens, explore=explore, expansions=expansions),
-                attempt("q3", "lineage", True, tokens, explore=explore, expansions=expansions)]
+    attempts = [
+        attempt("q1", "direct", direct_ok, 1000),
+        attempt("q2", "supersession", True, tokens, explore=explore, expansions=expansions),
+        attempt("q3", "lineage", True, tokens, explore=explore, expansions=expansions),
+    ]
     built = build_report(spec, impl, attempts, {}, generated="2026-01-01T00:00:00Z")
     validate_report(build_report(spec, impl, attempts, {}, generated="x"))
     return built
@@ -52,14 +92,17 @@ def test_compare_accepts_a_software_change_that_helps_and_is_exercised() -> None
     assert "ACCEPTED" in rules.render(result)
 
 
-@pytest.mark.parametrize("mutate, message", [
-    (lambda r: r["spec"].update(steps=6), "run specs differ in: steps"),
-    (lambda r: r["spec"].update(reader_policy="graph-section-first-v1"), "run specs differ"),
-    (lambda r: r["implementation_hashes"].update(server="sha256-" + "9" * 64), "these differ: server"),
-    (lambda r: r["implementation_hashes"].update(runner="sha256-" + "9" * 64), "these differ: runner"),
-    (lambda r: r["implementation_hashes"].update(reader="sha256-" + "9" * 64), "these differ: reader"),
-    (lambda r: r["implementation_hashes"].update(mcp="sha256-" + "a" * 64), "mcp hash is equal"),
-])
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda r: r["spec"].update(steps=6), "run specs differ in: steps"),
+        (lambda r: r["spec"].update(reader_policy="graph-section-first-v1"), "run specs differ"),
+        (lambda r: r["implementation_hashes"].update(server="sha256-" + "9" * 64), "these differ: server"),
+        (lambda r: r["implementation_hashes"].update(runner="sha256-" + "9" * 64), "these differ: runner"),
+        (lambda r: r["implementation_hashes"].update(reader="sha256-" + "9" * 64), "these differ: reader"),
+        (lambda r: r["implementation_hashes"].update(mcp="sha256-" + "a" * 64), "mcp hash is equal"),
+    ],
+)
 def test_compare_refuses_mismatches(mutate, message) -> None:  # type: ignore[no-untyped-def]
     before, after = report(mcp="a"), report(mcp="b")
     mutate(after)
@@ -124,14 +167,22 @@ def test_verdict_rejects_direct_regressions_costlier_categories_and_unexercised_
 
 
 def rescored(built: dict, scorer: str = "5") -> dict:
-    return {**built, "rescored_from_sha256": "sha256-" + "4" * 64, "rescored_at": "2026-01-02T00:00:00Z",
-            "scorer_implementation_sha256": "sha256-" + scorer * 64}
+    return {
+        **built,
+        "rescored_from_sha256": "sha256-" + "4" * 64,
+        "rescored_at": "2026-01-02T00:00:00Z",
+        "scorer_implementation_sha256": "sha256-" + scorer * 64,
+    }
 
 
 @pytest.mark.parametrize("rule", [rules.compare, rules.compare_policies, rules.side_by_side])
 def test_rescored_provenance_must_match_on_both_sides(rule) -> None:  # type: ignore[no-untyped-def]
-    before = report("graph-section-first-v1" if rule is rules.compare_policies else "graph-budget-first-v1",
-                    mcp="a", tokens=3000, explore=1)
+    before = report(
+        "graph-section-first-v1" if rule is rules.compare_policies else "graph-budget-first-v1",
+        mcp="a",
+        tokens=3000,
+        explore=1,
+    )
     after = report(mcp="a" if rule is rules.compare_policies else "b", tokens=1500, expansions=1)
     assert rule(rescored(before), rescored(after))["kind"]
     with pytest.raises(rules.Refused, match="only after is rescored"):

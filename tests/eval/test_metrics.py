@@ -58,8 +58,9 @@ def test_failures_keep_their_count_but_not_their_details(arms: dict[str, Path]) 
     attempts[0]["trace"]["errors"] = ["secret detail"]
     attempts[0]["trace"]["calls"][0]["error"] = True
     attempts[0]["score"]["reasons"] = ["citation /x.md/v1#y: quote 'secret detail' not inside"]
-    failed = build_report(report["spec"], report["implementation_hashes"], attempts, report["lifecycle"],
-                          generated=report["generated"])
+    failed = build_report(
+        report["spec"], report["implementation_hashes"], attempts, report["lifecycle"], generated=report["generated"]
+    )
     public = export_metrics(failed, b"raw")
     first = public["attempts"][0]
     assert first["error"] == RUN_NOTE and first["score"]["reasons"] == [SCORING_NOTE]

@@ -31,15 +31,20 @@ def test_the_baseline_environment_imports_the_v0_1_0_package(baseline_bin: Path,
     package = mcp_package_dir(str(baseline_bin))
     assert package.is_relative_to(root.resolve()) and package != package_dir()
     for part in ("mcp/tools.py", "expand/__init__.py", "cli.py"):
-        original = subprocess.run(["git", "-C", str(REPO), "show", f"{baseline_commit_id}:src/demarkus/{part}"],
-                                  check=True, capture_output=True).stdout
+        original = subprocess.run(
+            ["git", "-C", str(REPO), "show", f"{baseline_commit_id}:src/demarkus/{part}"],
+            check=True,
+            capture_output=True,
+        ).stdout
         assert (package / part).read_bytes() == original, part
     # the command the runner starts is that copy too (not this tree's editable install)
     done = subprocess.run([str(baseline_bin), "mcp", "--help"], check=False, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and "Serve the MCP tools" in done.stdout
     baseline, current = implementation_hashes("oracle", str(baseline_bin)), implementation_hashes("oracle", None)
     assert baseline["mcp"] != current["mcp"]
-    assert {k: baseline[k] for k in ("server", "runner", "reader")} == {k: current[k] for k in ("server", "runner", "reader")}
+    assert {k: baseline[k] for k in ("server", "runner", "reader")} == {
+        k: current[k] for k in ("server", "runner", "reader")
+    }
 
 
 def test_every_arm_answers_every_demo_question(arms: dict[str, Path]) -> None:
@@ -47,10 +52,19 @@ def test_every_arm_answers_every_demo_question(arms: dict[str, Path]) -> None:
         policy = ARMS[name][0]
         report = load_report(folder / "report.json")
         assert report["spec"]["reader_policy"] == policy
-        assert report["summary"]["correct"] == 10, (name, [(a["task"], a["score"]["reasons"]) for a in report["attempts"]])
+        assert report["summary"]["correct"] == 10, (
+            name,
+            [(a["task"], a["score"]["reasons"]) for a in report["attempts"]],
+        )
         assert report["lifecycle"]["startup_verified"] and report["lifecycle"]["server_stayed_up"]
-        assert report["lifecycle"]["tool_names"] == ["mark_backlinks", "mark_explore", "mark_fetch", "mark_list",
-                                                      "mark_lookup", "mark_versions"]
+        assert report["lifecycle"]["tool_names"] == [
+            "mark_backlinks",
+            "mark_explore",
+            "mark_fetch",
+            "mark_list",
+            "mark_lookup",
+            "mark_versions",
+        ]
         assert report["summary"]["usage_lower_bound"] and report["summary"]["protocol_requests"] > 0
         for attempt in report["attempts"]:
             first = attempt["trace"]["calls"][0]
@@ -67,8 +81,9 @@ def test_the_arms_differ_only_where_each_comparison_needs(arms: dict[str, Path])
     assert hb["mcp"] != hc["mcp"] and all(hb[k] == hc[k] for k in ("server", "runner", "reader"))
     assert hc["mcp"] == implementation_hashes("oracle", None)["mcp"]
     assert b["spec"] == c["spec"]
-    assert {k: v for k, v in a["spec"].items() if not k.startswith("reader_p")} == \
-        {k: v for k, v in b["spec"].items() if not k.startswith("reader_p")}
+    assert {k: v for k, v in a["spec"].items() if not k.startswith("reader_p")} == {
+        k: v for k, v in b["spec"].items() if not k.startswith("reader_p")
+    }
 
 
 def test_the_three_comparisons_run_on_the_real_reports(arms: dict[str, Path]) -> None:
@@ -89,15 +104,23 @@ def test_the_three_comparisons_run_on_the_real_reports(arms: dict[str, Path]) ->
         assert done.output.startswith(f"# {command}") and "verdict:" in done.output
 
 
-@pytest.mark.parametrize("rule, before, after, message", [
-    (rules.compare, "B", "B", "mcp hash is equal"),
-    (rules.compare, "A", "B", "run specs differ in: reader_policy, reader_prompt_hash"),
-    (rules.compare, "A", "C", "run specs differ in: reader_policy, reader_prompt_hash"),
-    (rules.compare_policies, "B", "C", "these differ: mcp"),
-    (rules.compare_policies, "A", "C", "these differ: mcp"),
-])
-def test_the_real_reports_are_refused_where_the_rules_say(arms: dict[str, Path], rule, before, after,  # type: ignore[no-untyped-def]
-                                                          message) -> None:
+@pytest.mark.parametrize(
+    "rule, before, after, message",
+    [
+        (rules.compare, "B", "B", "mcp hash is equal"),
+        (rules.compare, "A", "B", "run specs differ in: reader_policy, reader_prompt_hash"),
+        (rules.compare, "A", "C", "run specs differ in: reader_policy, reader_prompt_hash"),
+        (rules.compare_policies, "B", "C", "these differ: mcp"),
+        (rules.compare_policies, "A", "C", "these differ: mcp"),
+    ],
+)
+def test_the_real_reports_are_refused_where_the_rules_say(
+    arms: dict[str, Path],
+    rule,
+    before,
+    after,  # type: ignore[no-untyped-def]
+    message,
+) -> None:
     with pytest.raises(rules.Refused, match=message):
         rule(load_report(arms[before] / "report.json"), load_report(arms[after] / "report.json"))
 

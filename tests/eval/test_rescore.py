@@ -40,7 +40,9 @@ def test_rescore_keeps_traces_and_usage_and_records_provenance(arms: dict[str, P
     assert rescored["rescored_from_sha256"] == "sha256-" + hashlib.sha256(source.read_bytes()).hexdigest()
     assert rescored["scorer_implementation_sha256"] == scorer_hash()
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", rescored["rescored_at"])
-    assert rescored["spec"] == original["spec"] and rescored["implementation_hashes"] == original["implementation_hashes"]
+    assert (
+        rescored["spec"] == original["spec"] and rescored["implementation_hashes"] == original["implementation_hashes"]
+    )
     for before, after in zip(original["attempts"], rescored["attempts"], strict=True):
         assert after["trace"] == before["trace"] and after["score"] == before["score"]
     assert rescored["summary"] == original["summary"]
@@ -52,8 +54,10 @@ def test_a_corrected_rubric_regrades_and_changes_the_rubric_fingerprint(arms: di
     q01 = next(a for a in rescored["attempts"] if a["task"] == "q01")
     assert not q01["score"]["correct"] and "wrong or missing fields" in q01["score"]["reasons"][0]
     assert rescored["summary"]["correct"] == 9
-    assert rescored["spec"]["fixture_hashes"]["rubric"] == "sha256-" + hashlib.sha256(
-        (world / "rubric.json").read_bytes()).hexdigest()
+    assert (
+        rescored["spec"]["fixture_hashes"]["rubric"]
+        == "sha256-" + hashlib.sha256((world / "rubric.json").read_bytes()).hexdigest()
+    )
     # the same correction through an explicit --rubric file, from the packaged world
     other = rescore(arms["B"] / "report.json", tmp_path / "b.json", rubric=world / "rubric.json")
     assert other["spec"]["fixture_hashes"] == rescored["spec"]["fixture_hashes"]
@@ -123,7 +127,9 @@ def bad_inputs(source: Path, tmp_path: Path) -> list[tuple[Path, str]]:
 
 
 @pytest.mark.parametrize("command", ["rescore", "export-metrics"])
-def test_derived_reports_refuse_bad_input_with_clear_errors(arms: dict[str, Path], tmp_path: Path, command: str) -> None:
+def test_derived_reports_refuse_bad_input_with_clear_errors(
+    arms: dict[str, Path], tmp_path: Path, command: str
+) -> None:
     runner = CliRunner()
     for path, message in bad_inputs(arms["C"] / "report.json", tmp_path):
         done = runner.invoke(eval_group, [command, str(path), str(tmp_path / "out.json")])

@@ -41,8 +41,13 @@ def fetch(url: str, text: str, section: str | None = None) -> dict:
 
 
 def answer(citations: list[dict], values: dict | None = None, abstain: bool = False) -> str:
-    return json.dumps({"answer": values if values is not None else {"idempotency_window_hours": 24, "max_payload_kib": 256},
-                       "citations": citations, "abstain": abstain})
+    return json.dumps(
+        {
+            "answer": values if values is not None else {"idempotency_window_hours": 24, "max_payload_kib": 256},
+            "citations": citations,
+            "abstain": abstain,
+        }
+    )
 
 
 CITES = [
@@ -52,8 +57,10 @@ CITES = [
 
 
 def observed_both(corpus: Corpus) -> list[dict]:
-    return [fetch(f"{PATH}#payload", body(corpus, "payload"), "payload"),
-            fetch(f"{PATH}#idempotency-keys", body(corpus, "idempotency-keys"), "idempotency-keys")]
+    return [
+        fetch(f"{PATH}#payload", body(corpus, "payload"), "payload"),
+        fetch(f"{PATH}#idempotency-keys", body(corpus, "idempotency-keys"), "idempotency-keys"),
+    ]
 
 
 def test_a_fully_supported_answer_is_correct(world):  # type: ignore[no-untyped-def]
@@ -94,14 +101,19 @@ def test_table_rows_and_snippets_are_never_observations(world):  # type: ignore[
 
 def test_lookup_frames_are_observations_and_via_counts_as_relation_expansion(world):  # type: ignore[no-untyped-def]
     corpus, rubric = world
-    text = ("status: ok\n\n| Path |\n|---|\n| x |\n\n"
-            f">>> {PATH}/v1#payload\n\n{body(corpus, 'payload')}\n\n"
-            f">>> rel: {PATH}/v1 related /decisions/adr-0008-pier-framing.md\n"
-            f">>> {PATH}/v1#idempotency-keys (via /faq.md/v1 derived-from)\n\n{body(corpus, 'idempotency-keys')}\n\n"
-            f">>> note: expanded 1 of 1 rows and 1 related document; used 400 of 1500 tokens\n")
+    text = (
+        "status: ok\n\n| Path |\n|---|\n| x |\n\n"
+        f">>> {PATH}/v1#payload\n\n{body(corpus, 'payload')}\n\n"
+        f">>> rel: {PATH}/v1 related /decisions/adr-0008-pier-framing.md\n"
+        f">>> {PATH}/v1#idempotency-keys (via /faq.md/v1 derived-from)\n\n{body(corpus, 'idempotency-keys')}\n\n"
+        f">>> note: expanded 1 of 1 rows and 1 related document; used 400 of 1500 tokens\n"
+    )
     calls = [{"name": "mark_lookup", "input": {"query": "payload"}, "output": text}]
     blocks = lookup_blocks(text)
-    assert [(b[0], b[1], b[2], b[4]) for b in blocks] == [(PATH, 1, "payload", False), (PATH, 1, "idempotency-keys", True)]
+    assert [(b[0], b[1], b[2], b[4]) for b in blocks] == [
+        (PATH, 1, "payload", False),
+        (PATH, 1, "idempotency-keys", True),
+    ]
     assert relation_expansions(calls) == 1
     assert score_attempt(Q, rubric["q01"], calls, answer(CITES), corpus)["correct"]
 

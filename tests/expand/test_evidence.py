@@ -36,8 +36,12 @@ class World:
 
 def head_for(rows: list[tuple[str, str]], query: str = "q") -> str:
     table = render_lookup(
-        query, "/",
-        [LookupRow(path, 0.8, "Fixture", ("graph",), anchor=anchor, heading="H" if anchor else "", snippet="s") for path, anchor in rows],
+        query,
+        "/",
+        [
+            LookupRow(path, 0.8, "Fixture", ("graph",), anchor=anchor, heading="H" if anchor else "", snippet="s")
+            for path, anchor in rows
+        ],
         body_match=True,
     )
     return envelope("ok", {"matches": str(len(rows)), "match": "body"}, table, keys=("matches", "match"))
@@ -81,10 +85,14 @@ def worlds(draw: st.DrawFn) -> tuple[World, list[tuple[str, str]], int, str]:
             names.append(f"{word}-{j}")
         if draw(st.integers(0, 3)) == 0:  # past the whole-document limit: shown by its paragraphs
             filler = " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=20, max_size=30)))
-            parts.append("## Long\n\n" + "".join(f"{filler} {WORDS[k % len(WORDS)]}. marker-{i}-long-{k}\n\n" for k in range(50)))
+            parts.append(
+                "## Long\n\n" + "".join(f"{filler} {WORDS[k % len(WORDS)]}. marker-{i}-long-{k}\n\n" for k in range(50))
+            )
             names.append("long")
         rels: dict[str, str] = {}
-        for predicate in draw(st.lists(st.sampled_from(["supersedes", "depends-on", "related", "derived-from"]), max_size=2, unique=True)):
+        for predicate in draw(
+            st.lists(st.sampled_from(["supersedes", "depends-on", "related", "derived-from"]), max_size=2, unique=True)
+        ):
             target = draw(st.sampled_from(paths + ["/missing.md", "mark://other.world/x.md"]))
             if target != path:
                 rels[f"rel-{predicate}"] = target
@@ -135,7 +143,9 @@ def test_a_cut_block_never_splits_a_code_fence_and_names_the_rest(case):
             assert rest.group(2) == block.split()[0]  # the rest is in the block's own section
 
 
-MARKER = re.compile(r"^\[(…|… ~\d+ tokens more: fetch \S+|#\S+ shown above|#\S+: same text as \S+ above|sub-sections not shown: .*)\]$")
+MARKER = re.compile(
+    r"^\[(…|… ~\d+ tokens more: fetch \S+|#\S+ shown above|#\S+: same text as \S+ above|sub-sections not shown: .*)\]$"
+)
 OUTLINE_LINE = re.compile(r"^\s*- .* \(#[^,]+, \d+ lines\)$")
 
 
@@ -174,7 +184,7 @@ def test_related_documents_are_one_hop_and_at_most_three(case):
     _, selection, log = run(world, rows, budget, query)
     assert len(selection.related) <= MAX_RELATED
     in_table = {path for path, _ in rows}
-    expanded_direct = {m for m in re.findall(r"^>>> (/d\d+\.md)/v3", selection.text, re.M)} & in_table
+    expanded_direct = set(re.findall(r"^>>> (/d\d+\.md)/v3", selection.text, re.M)) & in_table
     for location in log:
         if location in in_table:
             continue
@@ -234,13 +244,24 @@ def test_every_row_is_shown_noted_or_counted(case):
 
 # --- worked examples --------------------------------------------------------------------
 
-CHAIN = World({
-    "/adr/3.md": ("# ADR 3\n\nUse SQLite. It holds 2,000 jobs per second.\n", {"rel-superseded-by": "/adr/7.md"}),
-    "/adr/7.md": ("# ADR 7\n\nUse a segment log. It holds 18,000 jobs per second.\n", {"rel-supersedes": "/adr/3.md", "rel-superseded-by": "/adr/12.md"}),
-    "/adr/12.md": ("# ADR 12\n\nReplicate the log with Raft across 3 voters.\n", {"rel-supersedes": "/adr/7.md"}),
-    "/ops/restore.md": ("# Restore\n\n## Steps\n\nRun the quorum check first.\n", {"rel-depends-on": "/ops/health.md#quorum-check, mark://partner.world/spec.md"}),
-    "/ops/health.md": ("# Health\n\n## Lag\n\nLag under 1,000 entries.\n\n## Quorum check\n\nTwo of three voters must answer.\n", {}),
-})
+CHAIN = World(
+    {
+        "/adr/3.md": ("# ADR 3\n\nUse SQLite. It holds 2,000 jobs per second.\n", {"rel-superseded-by": "/adr/7.md"}),
+        "/adr/7.md": (
+            "# ADR 7\n\nUse a segment log. It holds 18,000 jobs per second.\n",
+            {"rel-supersedes": "/adr/3.md", "rel-superseded-by": "/adr/12.md"},
+        ),
+        "/adr/12.md": ("# ADR 12\n\nReplicate the log with Raft across 3 voters.\n", {"rel-supersedes": "/adr/7.md"}),
+        "/ops/restore.md": (
+            "# Restore\n\n## Steps\n\nRun the quorum check first.\n",
+            {"rel-depends-on": "/ops/health.md#quorum-check, mark://partner.world/spec.md"},
+        ),
+        "/ops/health.md": (
+            "# Health\n\n## Lag\n\nLag under 1,000 entries.\n\n## Quorum check\n\nTwo of three voters must answer.\n",
+            {},
+        ),
+    }
+)
 
 
 def test_a_supersession_chain_brings_in_the_successor_headed_with_its_relation():
@@ -259,7 +280,10 @@ def test_a_supersession_chain_brings_in_the_successor_headed_with_its_relation()
 def test_a_dependency_on_a_section_prints_that_section_and_keeps_the_cross_authority_line():
     _, selection, log = run(CHAIN, [("/ops/restore.md", "steps")], 1500, "restore quorum")
     text = selection.text
-    assert ">>> /ops/health.md/v3#quorum-check (via /ops/restore.md/v3 depends-on)\n\n## Quorum check\n\nTwo of three voters must answer.\n" in text
+    assert (
+        ">>> /ops/health.md/v3#quorum-check (via /ops/restore.md/v3 depends-on)\n\n## Quorum check\n\nTwo of three voters must answer.\n"
+        in text
+    )
     assert "Lag under" not in text
     assert ">>> rel: /ops/restore.md/v3 depends-on mark://partner.world/spec.md\n" in text
     assert all(not loc.startswith("mark://") for loc in log)
@@ -282,7 +306,9 @@ def test_a_fetch_that_fails_is_a_note_and_the_next_row_still_expands():
             return await super().fetch(location, log)
 
     _, selection, _ = run(Flaky(CHAIN.docs), [("/adr/3.md", ""), ("/adr/12.md", "")], 1500)
-    assert selection.text.startswith("\n>>> note: /adr/3.md: mark://demo did not answer FETCH /adr/3.md\n>>> /adr/12.md/v3#adr-12\n")
+    assert selection.text.startswith(
+        "\n>>> note: /adr/3.md: mark://demo did not answer FETCH /adr/3.md\n>>> /adr/12.md/v3#adr-12\n"
+    )
 
 
 def test_a_tight_budget_where_only_the_table_fits_says_so_with_both_numbers():
@@ -290,7 +316,9 @@ def test_a_tight_budget_where_only_the_table_fits_says_so_with_both_numbers():
     head = head_for(rows)
     table_tokens = count_tokens(head)
     _, selection, _ = run(CHAIN, rows, table_tokens - 5)
-    assert selection.text.startswith(f"\n>>> note: the table alone is {table_tokens} tokens, over the budget of {table_tokens - 5}; raise the budget to ")
+    assert selection.text.startswith(
+        f"\n>>> note: the table alone is {table_tokens} tokens, over the budget of {table_tokens - 5}; raise the budget to "
+    )
     assert "or fetch /adr/7.md" in selection.text
 
 
@@ -321,22 +349,29 @@ def test_no_budget_means_no_expansion(budget: int):
 def test_a_large_related_document_leads_with_its_opening_section():
     filler = "".join(f"## Detail {i}\n\n" + "Exception groups detail text. " * 40 + "\n\n" for i in range(8))
     big = "# PEP 654\n\n## Abstract\n\nThis document introduces exception groups and except star.\n\n" + filler
-    world = World({
-        "/notes.md": ("# Notes\n\nNotes on exceptions.\n", {"rel-depends-on": "/groups.md"}),
-        "/groups.md": (big, {}),
-    })
+    world = World(
+        {
+            "/notes.md": ("# Notes\n\nNotes on exceptions.\n", {"rel-depends-on": "/groups.md"}),
+            "/groups.md": (big, {}),
+        }
+    )
     _, selection, _ = run(world, [("/notes.md", "")], 1500, "exception groups")
-    assert ">>> /groups.md/v3#abstract (via /notes.md/v3 depends-on)\n\n## Abstract\n\nThis document introduces exception groups" in selection.text
+    assert (
+        ">>> /groups.md/v3#abstract (via /notes.md/v3 depends-on)\n\n## Abstract\n\nThis document introduces exception groups"
+        in selection.text
+    )
 
 
 def test_what_is_left_shows_the_leads_of_the_documents_on_the_page():
-    world = World({
-        "/adr/9.md": (
-            "# ADR 9\n\n> Superseded by ADR 12.\n\n## Context\n\nWhy we looked again.\n\n"
-            "## Abstract\n\nWe store jobs in a segment log.\n\n## Numbers\n\nIt holds 18,000 jobs per second.\n",
-            {},
-        ),
-    })
+    world = World(
+        {
+            "/adr/9.md": (
+                "# ADR 9\n\n> Superseded by ADR 12.\n\n## Context\n\nWhy we looked again.\n\n"
+                "## Abstract\n\nWe store jobs in a segment log.\n\n## Numbers\n\nIt holds 18,000 jobs per second.\n",
+                {},
+            ),
+        }
+    )
     _, selection, _ = run(world, [("/adr/9.md", "numbers")], 1500, "jobs per second")
     text = selection.text
     assert text.startswith("\n>>> /adr/9.md/v3#numbers\n")  # the row's own evidence first
@@ -348,7 +383,9 @@ def test_what_is_left_shows_the_leads_of_the_documents_on_the_page():
 
 def test_a_section_that_does_not_fit_whole_prints_its_best_blocks_and_where_the_rest_is():
     paragraphs = "".join(
-        f"Paragraph {i} about lease renewal and heartbeats. " * 6 + ("After a quorum loss the lease lapses. " if i in (3, 9) else "") + "\n\n"
+        f"Paragraph {i} about lease renewal and heartbeats. " * 6
+        + ("After a quorum loss the lease lapses. " if i in (3, 9) else "")
+        + "\n\n"
         for i in range(12)
     )
     world = World({"/leases.md": ("# Leases\n\n## Renewal\n\n" + paragraphs, {})})
@@ -357,7 +394,9 @@ def test_a_section_that_does_not_fit_whole_prints_its_best_blocks_and_where_the_
     assert count_tokens(head + text) <= 400
     assert text.startswith("\n>>> /leases.md/v3#renewal\n\nParagraph 0 about")  # ties keep document order
     assert "Paragraph 3 about" in text and "Paragraph 9 about" in text  # the blocks holding the most query terms
-    assert text.index("Paragraph 3 about") < text.index("\n\n[…]\n\nParagraph 9 about")  # in document order, the gap marked
+    assert text.index("Paragraph 3 about") < text.index(
+        "\n\n[…]\n\nParagraph 9 about"
+    )  # in document order, the gap marked
     assert "Paragraph 8 about" not in text and "Paragraph 11 about" not in text
     rest = re.search(r"^\[… ~(\d+) tokens more: fetch /leases.md/v3#renewal\]$", text, re.M)
     assert rest and int(rest.group(1)) > 100
@@ -366,32 +405,44 @@ def test_a_section_that_does_not_fit_whole_prints_its_best_blocks_and_where_the_
 
 def test_a_large_related_document_shows_the_paragraphs_holding_the_query_terms():
     filler = "".join(
-        f"## Detail {i}\n\n" + "Exception groups detail text. " * 40 + "\n\n"
+        f"## Detail {i}\n\n"
+        + "Exception groups detail text. " * 40
+        + "\n\n"
         + ("The star syntax handles each group member once.\n\n" if i == 5 else "")
         for i in range(8)
     )
     big = "# PEP 654\n\n## Abstract\n\nThis document introduces exception groups.\n\n" + filler
-    world = World({
-        "/notes.md": ("# Notes\n\nNotes on exceptions.\n", {"rel-depends-on": "/groups.md"}),
-        "/groups.md": (big, {}),
-    })
+    world = World(
+        {
+            "/notes.md": ("# Notes\n\nNotes on exceptions.\n", {"rel-depends-on": "/groups.md"}),
+            "/groups.md": (big, {}),
+        }
+    )
     _, selection, _ = run(world, [("/notes.md", "")], 700, "exception star syntax handles")
     text = selection.text
-    assert ">>> /groups.md/v3#abstract (via /notes.md/v3 depends-on)\n\n## Abstract\n\n" in text  # it says what it is first
-    assert (">>> /groups.md/v3#detail-5 (via /notes.md/v3 depends-on)\n\n[…]\n\n"
-            "The star syntax handles each group member once.\n\n>>> ") in text  # the paragraph, its cut marked
+    assert (
+        ">>> /groups.md/v3#abstract (via /notes.md/v3 depends-on)\n\n## Abstract\n\n" in text
+    )  # it says what it is first
+    assert (
+        ">>> /groups.md/v3#detail-5 (via /notes.md/v3 depends-on)\n\n[…]\n\n"
+        "The star syntax handles each group member once.\n\n>>> "
+    ) in text  # the paragraph, its cut marked
     assert "## Detail" not in text
 
 
 def test_every_related_target_shows_its_best_evidence_before_any_shows_more():
     def big(name: str) -> str:
-        return f"# {name}\n\n" + "".join(f"## Part {i}\n\n" + f"{name} quorum part {i}. " * 25 + "\n\n" for i in range(12))
+        return f"# {name}\n\n" + "".join(
+            f"## Part {i}\n\n" + f"{name} quorum part {i}. " * 25 + "\n\n" for i in range(12)
+        )
 
-    world = World({
-        "/notes.md": ("# Notes\n\nNotes.\n", {"rel-depends-on": "/a.md, /b.md"}),
-        "/a.md": (big("Alpha"), {}),
-        "/b.md": (big("Beta"), {}),
-    })
+    world = World(
+        {
+            "/notes.md": ("# Notes\n\nNotes.\n", {"rel-depends-on": "/a.md, /b.md"}),
+            "/a.md": (big("Alpha"), {}),
+            "/b.md": (big("Beta"), {}),
+        }
+    )
     _, selection, _ = run(world, [("/notes.md", "")], 900, "quorum")
     text = selection.text
     assert selection.related == ("/a.md", "/b.md")
@@ -407,7 +458,10 @@ def test_a_related_section_target_is_not_widened_to_its_documents_lead():
 
 
 def test_related_fetches_past_the_fetch_limit_stay_within_the_budget():
-    docs = {f"/d{i}.md": (f"# Doc {i}\n\n" + "quorum snapshot words. " * 30 + "\n", {"rel-depends-on": f"/r{i}.md"}) for i in range(9)}
+    docs = {
+        f"/d{i}.md": (f"# Doc {i}\n\n" + "quorum snapshot words. " * 30 + "\n", {"rel-depends-on": f"/r{i}.md"})
+        for i in range(9)
+    }
     docs |= {f"/r{i}.md": (f"# Related {i}\n\nquorum text.\n", {}) for i in range(9)}
     rows = [(f"/d{i}.md", "") for i in range(9)]
     for budget in range(300, 1500, 37):
@@ -419,16 +473,28 @@ def test_related_fetches_past_the_fetch_limit_stay_within_the_budget():
 def test_a_budgeted_table_drops_the_snippet_column_and_keeps_escaped_pipes():
     from demarkus.expand import compact_table, table_rows
 
-    head = envelope("ok", {"matches": "1"}, render_lookup(
-        "q", "/", [LookupRow("/a|b.md", 0.8, "T | U", ("t",), anchor="x", heading="H", snippet="snip | pet")], body_match=True,
-    ), keys=("matches",))
+    head = envelope(
+        "ok",
+        {"matches": "1"},
+        render_lookup(
+            "q",
+            "/",
+            [LookupRow("/a|b.md", 0.8, "T | U", ("t",), anchor="x", heading="H", snippet="snip | pet")],
+            body_match=True,
+        ),
+        keys=("matches",),
+    )
     table = compact_table(head)
     assert "| Path | Importance | Title | Tags |\n|------|------------|-------|------|\n" in table
     assert "| /a\\|b.md#x | 0.80 | T \\| U › H | t |\n" in table
     assert "snip" not in table and table_rows(table) == table_rows(head)
-    catalog = envelope("ok", {"matches": "1"}, render_lookup("q", "/", [LookupRow("/a.md", 0.8, "T", ("t",))], body_match=False), keys=("matches",))
+    catalog = envelope(
+        "ok",
+        {"matches": "1"},
+        render_lookup("q", "/", [LookupRow("/a.md", 0.8, "T", ("t",))], body_match=False),
+        keys=("matches",),
+    )
     assert compact_table(catalog) == catalog
-
 
 
 def test_a_budgeted_table_ditto_marks_the_title_and_tags_of_the_document_above():
@@ -457,11 +523,13 @@ def _paragraphs(word: str, count: int, size: int = 12) -> str:
 
 
 def test_a_later_row_larger_than_its_share_waits_so_the_hop_prints():
-    world = World({
-        "/a.md": ("# A\n\n## Decision\n\nThe quorum rule is two of three.\n", {"rel-superseded-by": "/c.md"}),
-        "/b.md": ("# B\n\n## Background\n\n" + _paragraphs("quorum", 12), {}),
-        "/c.md": ("# C\n\nThe quorum now needs three of five voters.\n", {}),
-    })
+    world = World(
+        {
+            "/a.md": ("# A\n\n## Decision\n\nThe quorum rule is two of three.\n", {"rel-superseded-by": "/c.md"}),
+            "/b.md": ("# B\n\n## Background\n\n" + _paragraphs("quorum", 12), {}),
+            "/c.md": ("# C\n\nThe quorum now needs three of five voters.\n", {}),
+        }
+    )
     rows = [("/a.md", "decision"), ("/b.md", "background")]
     _, alone, _ = run(world, rows, 100_000, "quorum")
     before_hop = alone.text.split(">>> /c.md")[0]  # the two rows whole, as a larger budget prints them
@@ -476,11 +544,13 @@ def test_a_later_row_larger_than_its_share_waits_so_the_hop_prints():
 
 
 def test_a_later_row_leaves_room_for_the_first_block_of_a_known_related_target():
-    world = World({
-        "/a.md": ("# A\n\n## Decision\n\nThe quorum rule is two of three.\n", {"rel-superseded-by": "/c.md"}),
-        "/b.md": ("# B\n\n## Note\n\n" + _paragraphs("quorum", 1, 20), {}),
-        "/c.md": ("# C\n\n" + _paragraphs("voters", 1, 20), {}),
-    })
+    world = World(
+        {
+            "/a.md": ("# A\n\n## Decision\n\nThe quorum rule is two of three.\n", {"rel-superseded-by": "/c.md"}),
+            "/b.md": ("# B\n\n## Note\n\n" + _paragraphs("quorum", 1, 20), {}),
+            "/c.md": ("# C\n\n" + _paragraphs("voters", 1, 20), {}),
+        }
+    )
     rows = [("/a.md", "decision"), ("/b.md", "note")]
     head = head_for(rows, "quorum")
     # just enough for the top row, one of the two others and the closing notes
@@ -493,25 +563,36 @@ def test_a_later_row_leaves_room_for_the_first_block_of_a_known_related_target()
 
 
 def test_a_top_section_whose_sub_sections_would_crowd_the_page_prints_its_own_text_first():
-    body = "# A\n\n## Design\n\nThe design of quorum reads.\n\n### Reads\n\n" + _paragraphs("reads", 8) + "### Writes\n\n" + _paragraphs("writes", 8)
-    world = World({
-        "/a.md": (body, {"rel-depends-on": "/c.md"}),
-        "/c.md": ("# C\n\nQuorum reads need a lease.\n", {}),
-    })
+    body = (
+        "# A\n\n## Design\n\nThe design of quorum reads.\n\n### Reads\n\n"
+        + _paragraphs("reads", 8)
+        + "### Writes\n\n"
+        + _paragraphs("writes", 8)
+    )
+    world = World(
+        {
+            "/a.md": (body, {"rel-depends-on": "/c.md"}),
+            "/c.md": ("# C\n\nQuorum reads need a lease.\n", {}),
+        }
+    )
     head, selection, _ = run(world, [("/a.md", "design")], 700, "quorum reads")
     text = selection.text
     assert count_tokens(head + text) <= 700
-    assert text.startswith("\n>>> /a.md/v3#design\n\n## Design\n\nThe design of quorum reads.\n\n[sub-sections not shown: #reads, #writes]\n")
+    assert text.startswith(
+        "\n>>> /a.md/v3#design\n\n## Design\n\nThe design of quorum reads.\n\n[sub-sections not shown: #reads, #writes]\n"
+    )
     assert ">>> /c.md/v3#c (via /a.md/v3 depends-on)\n\n# C\n\nQuorum reads need a lease.\n" in text
     assert "Reads paragraph 0." in text  # the rest of the section, from what is left
 
 
 def test_a_block_that_waited_prints_whole_when_what_is_left_holds_it():
-    world = World({
-        "/a.md": ("# A\n\n## Decision\n\nThe quorum rule is two of three.\n", {"rel-superseded-by": "/c.md"}),
-        "/b.md": ("# B\n\n## Background\n\n" + _paragraphs("quorum", 6), {}),
-        "/c.md": ("# C\n\nThe quorum now needs three of five voters.\n", {}),
-    })
+    world = World(
+        {
+            "/a.md": ("# A\n\n## Decision\n\nThe quorum rule is two of three.\n", {"rel-superseded-by": "/c.md"}),
+            "/b.md": ("# B\n\n## Background\n\n" + _paragraphs("quorum", 6), {}),
+            "/c.md": ("# C\n\nThe quorum now needs three of five voters.\n", {}),
+        }
+    )
     _, selection, _ = run(world, [("/a.md", "decision"), ("/b.md", "background")], 700, "quorum")
     text = selection.text
     assert text.index("/c.md/v3") < text.index(">>> /b.md/v3#background")  # it waited

@@ -45,7 +45,8 @@ def test_blocks_rank_by_distinct_terms_then_position_without_headings_or_repeats
     renewal = outline.find("renewal")
     assert renewal is not None
     assert texts(ranked_blocks(outline, BODY, cuts, ["renew"], within=(renewal.start, renewal.end))) == [
-        b"A worker renews its lease.", b"- renew every 15 s",
+        b"A worker renews its lease.",
+        b"- renew every 15 s",
     ]
     assert texts(ranked_blocks(outline, BODY, cuts, ["renew"], skip=renewal)) == [b"Leases expire unless renewed."]
     assert ranked_blocks(outline, BODY, cuts, []) == []

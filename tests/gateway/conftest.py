@@ -47,8 +47,9 @@ def toml_value(value: object) -> str:
     raise TypeError(value)
 
 
-def config_text(worlds: Mapping[str, Mapping[str, object]], callers: Mapping[str, Mapping[str, object]],
-                **gateway: object) -> str:
+def config_text(
+    worlds: Mapping[str, Mapping[str, object]], callers: Mapping[str, Mapping[str, object]], **gateway: object
+) -> str:
     """A gateway configuration file; callers name their raw token as `token` (hashed here)."""
     out = ["[gateway]"] + [f"{k} = {toml_value(v)}" for k, v in gateway.items()]
     for name, world in worlds.items():
@@ -70,8 +71,9 @@ def config_text(worlds: Mapping[str, Mapping[str, object]], callers: Mapping[str
     return "\n".join(out) + "\n"
 
 
-def make_config(worlds: Mapping[str, Mapping[str, object]], callers: Mapping[str, Mapping[str, object]],
-                **gateway: object) -> GatewayConfig:
+def make_config(
+    worlds: Mapping[str, Mapping[str, object]], callers: Mapping[str, Mapping[str, object]], **gateway: object
+) -> GatewayConfig:
     return GatewayConfig.parse(config_text(worlds, callers, **gateway), source="test.toml")
 
 
@@ -152,11 +154,20 @@ class RawSession:
 
     async def open(self) -> httpx2.Response:
         """initialize (and, when it succeeds, notifications/initialized)."""
-        opened = await self.http.post(self.url, headers=ACCEPT, json={
-            "jsonrpc": "2.0", "id": 0, "method": "initialize",
-            "params": {"protocolVersion": HANDSHAKE, "capabilities": {},
-                       "clientInfo": {"name": "raw", "version": "1"}},
-        })
+        opened = await self.http.post(
+            self.url,
+            headers=ACCEPT,
+            json={
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": HANDSHAKE,
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "1"},
+                },
+            },
+        )
         if opened.status_code == 200:
             self.id = opened.headers["mcp-session-id"]
             done = await self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})

@@ -19,8 +19,19 @@ from demarkus.gateway import create_app
 from .conftest import ACCEPT, RawSession, make_config, uvicorn_on_loopback
 
 TOKEN = auth.generate_token()
-INTERNAL = ("pydantic", "Traceback", "Error", "rror:", "validation error", "JSONRPC", "Arguments",
-            ".py", "attribute", "input_value", "https://")
+INTERNAL = (
+    "pydantic",
+    "Traceback",
+    "Error",
+    "rror:",
+    "validation error",
+    "JSONRPC",
+    "Arguments",
+    ".py",
+    "attribute",
+    "input_value",
+    "https://",
+)
 """Text that would come from inside the gateway or its libraries, not from a message for
 the caller."""
 
@@ -31,14 +42,10 @@ OVERVIEW = "mark://demo/overview.md"
 
 CASES = [
     # (id, params, HTTP status, JSON-RPC code, the start of the message, its end)
-    ("arguments-string", {"name": "mark_fetch", "arguments": OVERVIEW}, 200, -32602, ARGUMENTS,
-     "it was a string"),
-    ("arguments-list", {"name": "mark_fetch", "arguments": [OVERVIEW]}, 200, -32602, ARGUMENTS,
-     "it was a list"),
-    ("arguments-number", {"name": "mark_fetch", "arguments": 7}, 200, -32602, ARGUMENTS,
-     "it was a number"),
-    ("arguments-boolean", {"name": "mark_fetch", "arguments": True}, 200, -32602, ARGUMENTS,
-     "it was a boolean"),
+    ("arguments-string", {"name": "mark_fetch", "arguments": OVERVIEW}, 200, -32602, ARGUMENTS, "it was a string"),
+    ("arguments-list", {"name": "mark_fetch", "arguments": [OVERVIEW]}, 200, -32602, ARGUMENTS, "it was a list"),
+    ("arguments-number", {"name": "mark_fetch", "arguments": 7}, 200, -32602, ARGUMENTS, "it was a number"),
+    ("arguments-boolean", {"name": "mark_fetch", "arguments": True}, 200, -32602, ARGUMENTS, "it was a boolean"),
     ("name-number", {"name": 5, "arguments": {}}, 200, -32602, NAME, "it was a number"),
     ("name-missing", {"arguments": {"url": OVERVIEW}}, 200, -32602, NAME, "it was null"),
     ("params-string", "mark_fetch", 400, -32602, BODY, "params being an object"),
@@ -47,8 +54,7 @@ CASES = [
 
 
 def demo_app(demo_root: Path):  # type: ignore[no-untyped-def]
-    return create_app(make_config({"demo": {"root": demo_root}},
-                                  {"agent": {"token": TOKEN, "read": ["demo"]}}))
+    return create_app(make_config({"demo": {"root": demo_root}}, {"agent": {"token": TOKEN, "read": ["demo"]}}))
 
 
 def agent_http() -> httpx2.AsyncClient:
@@ -56,8 +62,7 @@ def agent_http() -> httpx2.AsyncClient:
 
 
 def access_lines(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
-    return [json.loads(r.getMessage()) for r in caplog.records
-            if r.name == "demarkus.gateway.access"]
+    return [json.loads(r.getMessage()) for r in caplog.records if r.name == "demarkus.gateway.access"]
 
 
 def logged_tool(params: Any) -> str:
@@ -68,10 +73,12 @@ def logged_tool(params: Any) -> str:
     return "?" if "name" in params else ""
 
 
-@pytest.mark.parametrize("params, status, code, start, end", [case[1:] for case in CASES],
-                         ids=[case[0] for case in CASES])
+@pytest.mark.parametrize(
+    "params, status, code, start, end", [case[1:] for case in CASES], ids=[case[0] for case in CASES]
+)
 async def test_a_malformed_tools_call_gets_a_clean_error_and_the_next_good_call_works(
-        demo_root: Path, caplog, params, status, code, start, end):
+    demo_root: Path, caplog, params, status, code, start, end
+):
     caplog.set_level(logging.INFO, logger="demarkus.gateway.access")
     async with uvicorn_on_loopback(demo_app(demo_root)) as base, agent_http() as http:
         session = RawSession(http, f"{base}/mcp/")
@@ -89,8 +96,12 @@ async def test_a_malformed_tools_call_gets_a_clean_error_and_the_next_good_call_
     lines = access_lines(caplog)
     if status == 400:  # the SDK's transport refused the body: no tool was named
         assert {k: v for k, v in lines[0].items() if k != "ts"} == {
-            "event": "http", "status": 400, "reason": "bad-request", "method": "POST",
-            "caller": "agent"}
+            "event": "http",
+            "status": 400,
+            "reason": "bad-request",
+            "method": "POST",
+            "caller": "agent",
+        }
     else:
         first = lines[0]
         assert (first["event"], first["status"], first["world"]) == ("tool", "bad-request", "")
@@ -103,24 +114,26 @@ async def test_a_body_that_is_not_json_gets_a_clean_parse_error(demo_root: Path,
     async with uvicorn_on_loopback(demo_app(demo_root)) as base, agent_http() as http:
         session = RawSession(http, f"{base}/mcp/")
         await session.open()
-        bad = await http.post(session.url, content=b'{"jsonrpc": "2.0", "id": 1, "method": "to',
-                              headers={**session.headers, "Content-Type": "application/json"})
+        bad = await http.post(
+            session.url,
+            content=b'{"jsonrpc": "2.0", "id": 1, "method": "to',
+            headers={**session.headers, "Content-Type": "application/json"},
+        )
         good = await session.call("mark_worlds")
     assert bad.status_code == 400
-    assert bad.json() == {"jsonrpc": "2.0", "id": None, "error": {
-        "code": -32700,
-        "message": "the request body is not JSON; send one JSON-RPC 2.0 request object"}}
+    assert bad.json() == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32700, "message": "the request body is not JSON; send one JSON-RPC 2.0 request object"},
+    }
     assert good.status_code == 200 and not good.json()["result"]["isError"]
     lines = access_lines(caplog)
     assert [(line["event"], line["status"]) for line in lines] == [("http", 400), ("tool", "ok")]
 
 
-async def test_null_arguments_mean_none_and_a_2026_request_gets_the_same_clean_error(
-        demo_root: Path):
-    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {}}
-    modern = {**ACCEPT, "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call",
-              "mcp-name": "mark_fetch"}
+async def test_null_arguments_mean_none_and_a_2026_request_gets_the_same_clean_error(demo_root: Path):
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    modern = {**ACCEPT, "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "mark_fetch"}
 
     def fetch(arguments: object) -> dict[str, Any]:
         params = {"name": "mark_fetch", "arguments": arguments, "_meta": meta}

@@ -61,12 +61,22 @@ def test_the_example_parses_into_frozen_values_with_paths_from_the_files_folder(
     path.write_text(example(files), encoding="utf-8")
     config = GatewayConfig.load(path)
     assert config.source == str(path)
-    assert (config.rate_per_minute, config.max_upstream, config.max_upstream_per_world, config.upstream_wait) == (120, 8, 6, 0.0)
+    assert (config.rate_per_minute, config.max_upstream, config.max_upstream_per_world, config.upstream_wait) == (
+        120,
+        8,
+        6,
+        0.0,
+    )
     assert config.upstream_timeout == 5.0 and config.cert is None and config.key is None
     assert config.upstream_answer_timeout == 30.0
     assert (config.max_sessions_per_caller, config.session_idle_timeout) == (4, 60.0)
     peps, private = config.worlds["peps"], config.worlds["alice-private"]
-    assert (peps.authority, peps.ca, peps.dial, peps.root) == ("mark://localhost:7000", files / "ca.pem", "127.0.0.1", None)
+    assert (peps.authority, peps.ca, peps.dial, peps.root) == (
+        "mark://localhost:7000",
+        files / "ca.pem",
+        "127.0.0.1",
+        None,
+    )
     assert (private.root, private.tokens, private.authority) == (files / "store", files / "tokens.toml", None)
     alice = config.callers["alice"]
     assert alice.read == ("alice-private", "peps") and alice.write == ("alice-private",)
@@ -100,40 +110,106 @@ MISTAKES = [
     ("no-worlds", CALLER, "[worlds] is empty"),
     ("world-name", '[worlds.Peps]\nroot = "store"\n', "[worlds.Peps] is not a world name"),
     ("world-name-hyphen", '[worlds.-x]\nroot = "store"\n', "[worlds.-x] is not a world name"),
-    ("world-both", '[worlds.w]\nroot = "store"\nauthority = "mark://h:1"\n', "[worlds.w] needs exactly one of authority"),
+    (
+        "world-both",
+        '[worlds.w]\nroot = "store"\nauthority = "mark://h:1"\n',
+        "[worlds.w] needs exactly one of authority",
+    ),
     ("world-neither", "[worlds.w]\n", "[worlds.w] needs exactly one of authority"),
     ("world-unknown-key", '[worlds.w]\nroot = "store"\nport = 1\n', "[worlds.w] has unknown key(s) port"),
     ("world-bad-authority", '[worlds.w]\nauthority = "http://h"\n', "[worlds.w] authority is not a mark:// URL"),
-    ("world-authority-path", '[worlds.w]\nauthority = "mark://h:1/docs"\n', "[worlds.w] authority must name only host and port"),
+    (
+        "world-authority-path",
+        '[worlds.w]\nauthority = "mark://h:1/docs"\n',
+        "[worlds.w] authority must name only host and port",
+    ),
     ("world-missing-root", '[worlds.w]\nroot = "nowhere"\n', "[worlds.w] root"),
     ("world-missing-ca", '[worlds.w]\nauthority = "mark://h:1"\nca = "missing.pem"\n', "[worlds.w] ca"),
     ("world-root-ca", '[worlds.w]\nroot = "store"\nca = "ca.pem"\n', "ca, insecure and dial apply to an authority"),
-    ("world-authority-tokens", '[worlds.w]\nauthority = "mark://h:1"\ntokens = "tokens.toml"\n', "[worlds.w] tokens applies to an embedded root only"),
+    (
+        "world-authority-tokens",
+        '[worlds.w]\nauthority = "mark://h:1"\ntokens = "tokens.toml"\n',
+        "[worlds.w] tokens applies to an embedded root only",
+    ),
     ("caller-name", WORLD + f'[callers."a b"]\nhash = "{HASH}"\n', "is not a caller name"),
-    ("caller-raw-token", WORLD + '[callers.c]\nhash = "alice-token"\nread = ["w"]\n', "[callers.c] hash must be 'sha256-'"),
-    ("caller-unknown-world", WORLD + f'[callers.c]\nhash = "{HASH}"\nread = ["x"]\n', "[callers.c] read names unknown world x"),
-    ("caller-write-not-read", WORLD + '[worlds.v]\nroot = "store"\n' + f'[callers.c]\nhash = "{HASH}"\nread = ["w"]\nwrite = ["v"]\n',
-     "[callers.c] write names v, which is not in read"),
-    ("caller-read-type", WORLD + f'[callers.c]\nhash = "{HASH}"\nread = "w"\n', "[callers.c] read must be a list of world names"),
-    ("caller-upstream-unread", WORLD + '[worlds.v]\nroot = "store"\n' + CALLER + '[callers.c.upstream]\nv = "t"\n',
-     "[callers.c].upstream has a token for v, which is not in read"),
-    ("caller-upstream-empty", WORLD + CALLER + '[callers.c.upstream]\nw = ""\n', "[callers.c].upstream w must be a non-empty string"),
+    (
+        "caller-raw-token",
+        WORLD + '[callers.c]\nhash = "alice-token"\nread = ["w"]\n',
+        "[callers.c] hash must be 'sha256-'",
+    ),
+    (
+        "caller-unknown-world",
+        WORLD + f'[callers.c]\nhash = "{HASH}"\nread = ["x"]\n',
+        "[callers.c] read names unknown world x",
+    ),
+    (
+        "caller-write-not-read",
+        WORLD + '[worlds.v]\nroot = "store"\n' + f'[callers.c]\nhash = "{HASH}"\nread = ["w"]\nwrite = ["v"]\n',
+        "[callers.c] write names v, which is not in read",
+    ),
+    (
+        "caller-read-type",
+        WORLD + f'[callers.c]\nhash = "{HASH}"\nread = "w"\n',
+        "[callers.c] read must be a list of world names",
+    ),
+    (
+        "caller-upstream-unread",
+        WORLD + '[worlds.v]\nroot = "store"\n' + CALLER + '[callers.c.upstream]\nv = "t"\n',
+        "[callers.c].upstream has a token for v, which is not in read",
+    ),
+    (
+        "caller-upstream-empty",
+        WORLD + CALLER + '[callers.c.upstream]\nw = ""\n',
+        "[callers.c].upstream w must be a non-empty string",
+    ),
     ("caller-expires", WORLD + CALLER + 'expires = "tomorrow"\n', "[callers.c] expires must be an RFC 3339 date-time"),
-    ("caller-expires-naive", WORLD + CALLER + "expires = 2027-01-01T00:00:00\n", "[callers.c] expires must be an RFC 3339 date-time"),
-    ("caller-duplicate-hash", WORLD + CALLER + f'[callers.d]\nhash = "{HASH}"\nread = ["w"]\n', "[callers.d] hash is the same as [callers.c]'s"),
+    (
+        "caller-expires-naive",
+        WORLD + CALLER + "expires = 2027-01-01T00:00:00\n",
+        "[callers.c] expires must be an RFC 3339 date-time",
+    ),
+    (
+        "caller-duplicate-hash",
+        WORLD + CALLER + f'[callers.d]\nhash = "{HASH}"\nread = ["w"]\n',
+        "[callers.d] hash is the same as [callers.c]'s",
+    ),
     ("caller-unknown-key", WORLD + CALLER + "admin = true\n", "[callers.c] has unknown key(s) admin"),
-    ("rate", "[gateway]\nrate_per_minute = 0\n" + WORLD, "[gateway] rate_per_minute must be a whole number of at least 1"),
+    (
+        "rate",
+        "[gateway]\nrate_per_minute = 0\n" + WORLD,
+        "[gateway] rate_per_minute must be a whole number of at least 1",
+    ),
     ("max-upstream", "[gateway]\nmax_upstream = true\n" + WORLD, "[gateway] max_upstream must be a whole number"),
-    ("timeout", "[gateway]\nupstream_timeout = 0\n" + WORLD, "[gateway] upstream_timeout must be a number of seconds, more than 0"),
-    ("wait", "[gateway]\nupstream_wait = -1\n" + WORLD, "[gateway] upstream_wait must be a number of seconds, 0 or more"),
-    ("answer-timeout", "[gateway]\nupstream_answer_timeout = 0\n" + WORLD,
-     "[gateway] upstream_answer_timeout must be a number of seconds, more than 0"),
-    ("sessions", "[gateway]\nmax_sessions_per_caller = 0\n" + WORLD,
-     "[gateway] max_sessions_per_caller must be a whole number of at least 1"),
-    ("idle", "[gateway]\nsession_idle_timeout = 0\n" + WORLD,
-     "[gateway] session_idle_timeout must be a number of seconds, more than 0"),
-    ("idle-infinite", "[gateway]\nsession_idle_timeout = inf\n" + WORLD,
-     "[gateway] session_idle_timeout must be a number of seconds, more than 0, not inf"),
+    (
+        "timeout",
+        "[gateway]\nupstream_timeout = 0\n" + WORLD,
+        "[gateway] upstream_timeout must be a number of seconds, more than 0",
+    ),
+    (
+        "wait",
+        "[gateway]\nupstream_wait = -1\n" + WORLD,
+        "[gateway] upstream_wait must be a number of seconds, 0 or more",
+    ),
+    (
+        "answer-timeout",
+        "[gateway]\nupstream_answer_timeout = 0\n" + WORLD,
+        "[gateway] upstream_answer_timeout must be a number of seconds, more than 0",
+    ),
+    (
+        "sessions",
+        "[gateway]\nmax_sessions_per_caller = 0\n" + WORLD,
+        "[gateway] max_sessions_per_caller must be a whole number of at least 1",
+    ),
+    (
+        "idle",
+        "[gateway]\nsession_idle_timeout = 0\n" + WORLD,
+        "[gateway] session_idle_timeout must be a number of seconds, more than 0",
+    ),
+    (
+        "idle-infinite",
+        "[gateway]\nsession_idle_timeout = inf\n" + WORLD,
+        "[gateway] session_idle_timeout must be a number of seconds, more than 0, not inf",
+    ),
     ("cert-without-key", '[gateway]\ncert = "ca.pem"\n' + WORLD, "[gateway] needs both cert and key"),
     ("gateway-unknown-key", "[gateway]\nworkers = 4\n" + WORLD, "[gateway] has unknown key(s) workers"),
 ]

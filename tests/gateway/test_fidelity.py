@@ -22,7 +22,6 @@ from demarkus.gateway.qualify import strip_world
 from ..conftest import call, make_server
 from .conftest import fresh_copy, make_config, serving, session
 
-
 TOKEN = auth.generate_token()
 
 DEMO_CALLS: list[tuple[str, dict[str, object]]] = [
@@ -44,7 +43,16 @@ DEMO_CALLS: list[tuple[str, dict[str, object]]] = [
 ]
 
 PEPS_CALLS: list[tuple[str, dict[str, object]]] = [
-    ("mark_lookup", {"query": "maximum line length docstrings comments", "match": "body", "url": "/peps", "limit": 5, "budget": 1500}),
+    (
+        "mark_lookup",
+        {
+            "query": "maximum line length docstrings comments",
+            "match": "body",
+            "url": "/peps",
+            "limit": 5,
+            "budget": 1500,
+        },
+    ),
     ("mark_lookup", {"query": "Zen of Python aphorisms", "match": "body", "limit": 3, "budget": 800}),
     ("mark_lookup", {"query": "stub files pyi", "match": "body", "limit": 5, "budget": 3000}),
     ("mark_lookup", {"query": "manylinux", "limit": 8, "budget": 2500}),
@@ -81,7 +89,9 @@ async def through_local(root: Path, world: str, calls: list[tuple[str, dict[str,
         return [await call(client, tool, **args) for tool, args in calls]
 
 
-async def through_stdio(root: Path, world: str, calls: list[tuple[str, dict[str, object]]], home: Path) -> list[tuple[str, bool]]:
+async def through_stdio(
+    root: Path, world: str, calls: list[tuple[str, dict[str, object]]], home: Path
+) -> list[tuple[str, bool]]:
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "demarkus", "mcp", "--root", str(root), "--authority", f"mark://{world}", "--read-only"],
@@ -91,8 +101,12 @@ async def through_stdio(root: Path, world: str, calls: list[tuple[str, dict[str,
         return [await call(client, tool, **args) for tool, args in calls]
 
 
-def assert_same(world: str, gateway: list[tuple[str, bool]], local: list[tuple[str, bool]],
-                calls: list[tuple[str, dict[str, object]]]) -> None:
+def assert_same(
+    world: str,
+    gateway: list[tuple[str, bool]],
+    local: list[tuple[str, bool]],
+    calls: list[tuple[str, dict[str, object]]],
+) -> None:
     assert len(gateway) == len(local)
     for (tool, args), (g_text, g_err), (l_text, l_err) in zip(calls, gateway, local, strict=True):
         assert (g_err, strip_world(g_text, world)) == (l_err, strip_world(l_text, world)), (tool, args)
@@ -129,7 +143,9 @@ async def test_demo_world_texts_match_the_local_stdio_server(demo_root: Path, tm
     assert_same("demo", gateway, stdio, DEMO_CALLS)
 
 
-async def test_peps_world_texts_are_identical_through_the_gateway_and_the_local_stdio_server(peps_root: Path, tmp_path: Path):
+async def test_peps_world_texts_are_identical_through_the_gateway_and_the_local_stdio_server(
+    peps_root: Path, tmp_path: Path
+):
     root = fresh_copy(peps_root, tmp_path)
     gateway = await through_gateway(root, "peps", PEPS_CALLS)
     stdio = await through_stdio(root, "peps", PEPS_CALLS, tmp_path / "home")

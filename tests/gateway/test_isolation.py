@@ -38,9 +38,13 @@ DOCUMENTS: dict[str, dict[str, tuple[str, dict[str, str]]]] = {
             "# Alice's plan\n\nThe zebracorn rollout follows the shared protocol; see [the protocol]"
             "(mark://shared/specs/protocol.md#leases) and [Bob's profile](mark://bob-private/profile.md).\n\n"
             "## Steps\n\nStep one of the zebracorn protocol plan: renew leases.\n",
-            {"title": "Alice's plan", "tags": "protocol,plan", "importance": "0.9",
-             "rel-depends-on": "/notes/todo.md, mark://shared/specs/protocol.md",
-             "rel-related": "mark://bob-private/profile.md"},
+            {
+                "title": "Alice's plan",
+                "tags": "protocol,plan",
+                "importance": "0.9",
+                "rel-depends-on": "/notes/todo.md, mark://shared/specs/protocol.md",
+                "rel-related": "mark://bob-private/profile.md",
+            },
         ),
         "/notes/todo.md": (
             "# Todo\n\nZebracorn todo: review the protocol lease timings.\n",
@@ -51,9 +55,13 @@ DOCUMENTS: dict[str, dict[str, tuple[str, dict[str, str]]]] = {
         "/journal.md": (
             "# Bob's journal\n\nQuokkafish notes on the protocol: leases renew too often. "
             "Compare [the other plan](mark://alice-private/notes/plan.md).\n",
-            {"title": "Bob's journal", "tags": "protocol,journal", "importance": "0.9",
-             "rel-supersedes": "mark://alice-private/notes/plan.md",
-             "rel-depends-on": "/profile.md, mark://shared/specs/protocol.md"},
+            {
+                "title": "Bob's journal",
+                "tags": "protocol,journal",
+                "importance": "0.9",
+                "rel-supersedes": "mark://alice-private/notes/plan.md",
+                "rel-depends-on": "/profile.md, mark://shared/specs/protocol.md",
+            },
         ),
         "/profile.md": (
             "# Profile\n\nQuokkafish keeper, protocol reviewer.\n",
@@ -67,13 +75,21 @@ DOCUMENTS: dict[str, dict[str, tuple[str, dict[str, str]]]] = {
         ),
         "/alice-area/notes.md": (
             "# Narwhal notes\n\nNarwhal protocol notes, see [the protocol](/specs/protocol.md).\n",
-            {"title": "Narwhal notes", "tags": "protocol,notes", "importance": "0.6",
-             "rel-derived-from": "/specs/protocol.md"},
+            {
+                "title": "Narwhal notes",
+                "tags": "protocol,notes",
+                "importance": "0.6",
+                "rel-derived-from": "/specs/protocol.md",
+            },
         ),
         "/bob-area/notes.md": (
             "# Axolotl notes\n\nAxolotl protocol notes, see [the protocol](/specs/protocol.md).\n",
-            {"title": "Axolotl notes", "tags": "protocol,notes", "importance": "0.6",
-             "rel-derived-from": "/specs/protocol.md"},
+            {
+                "title": "Axolotl notes",
+                "tags": "protocol,notes",
+                "importance": "0.6",
+                "rel-derived-from": "/specs/protocol.md",
+            },
         ),
     },
 }
@@ -113,8 +129,9 @@ def worlds(tmp_path: Path) -> Worlds:
         service.close()
     found = Worlds(roots, tokens)
     for world, root in roots.items():
-        found.backends[world] = Recording(Service.open(root, tokens=tokens if world == "shared" else None,
-                                                       trusted=world != "shared"))
+        found.backends[world] = Recording(
+            Service.open(root, tokens=tokens if world == "shared" else None, trusted=world != "shared")
+        )
     return found
 
 
@@ -126,10 +143,17 @@ def config_for(worlds: Worlds, **gateway: object):  # type: ignore[no-untyped-de
             "shared": {"root": worlds.roots["shared"], "tokens": worlds.tokens},
         },
         {
-            "alice": {"token": ALICE, "read": ["alice-private", "shared"], "write": ["alice-private"],
-                      "upstream": {"alice-private": ALICE_PRIVATE, "shared": ALICE_SHARED}},
-            "bob": {"token": BOB, "read": ["bob-private", "shared"],
-                    "upstream": {"bob-private": BOB_PRIVATE, "shared": BOB_SHARED}},
+            "alice": {
+                "token": ALICE,
+                "read": ["alice-private", "shared"],
+                "write": ["alice-private"],
+                "upstream": {"alice-private": ALICE_PRIVATE, "shared": ALICE_SHARED},
+            },
+            "bob": {
+                "token": BOB,
+                "read": ["bob-private", "shared"],
+                "upstream": {"bob-private": BOB_PRIVATE, "shared": BOB_SHARED},
+            },
             "carol": {"token": EXPIRED, "read": ["shared"], "expires": "2020-01-01T00:00:00Z"},
         },
         **gateway,
@@ -192,9 +216,21 @@ def check_caller(texts: list[tuple[str, bool]], own: str, other: str) -> None:
     assert other_area_fetch.startswith("status: not-permitted")
     mine = f"mark://{own}-private"
     home = f"{mine}/notes/plan.md" if own == "alice" else f"{mine}/journal.md"
-    worlds, fetched, explored, area, spec_card, spec_back, home_back, lookup, shared_lookup, all_rows, all_budget, listing, other_list = (
-        t for t, _ in texts[:13]
-    )
+    (
+        worlds,
+        fetched,
+        explored,
+        area,
+        spec_card,
+        spec_back,
+        home_back,
+        lookup,
+        shared_lookup,
+        all_rows,
+        all_budget,
+        listing,
+        other_list,
+    ) = (t for t, _ in texts[:13])
     assert f"{mine}/" in worlds and "mark://shared/" in worlds and f"{other}-private" not in worlds
     own_marker = "zebracorn" if own == "alice" else "quokkafish"
     area_marker = "narwhal" if own == "alice" else "axolotl"
@@ -210,7 +246,11 @@ def check_caller(texts: list[tuple[str, bool]], own: str, other: str) -> None:
         assert "mark://bob-private/profile.md" in fetched  # her own document's relation keeps its line
     assert f">>> mark://shared/{own}-area/notes.md" in shared_lookup and area_marker in shared_lookup.lower()
     for rows in (all_rows, all_budget):
-        assert f"| {home}" in rows and f"| mark://shared/{own}-area/notes.md" in rows and "| mark://shared/specs/protocol.md" in rows
+        assert (
+            f"| {home}" in rows
+            and f"| mark://shared/{own}-area/notes.md" in rows
+            and "| mark://shared/specs/protocol.md" in rows
+        )
         assert "failed: 0" in rows
     assert f">>> {home}" in all_budget
     assert f"{own}-area" in listing
@@ -244,10 +284,12 @@ async def test_callers_see_their_own_worlds_and_nothing_of_each_others(worlds: W
 async def test_concurrent_callers_stay_apart(worlds: Worlds):
     app = create_app(config_for(worlds), backends=worlds.backends)
     async with serving(app):
-        runs = await asyncio.gather(*(
-            run_script(app, token, own, other)
-            for token, own, other in [(ALICE, "alice", "bob"), (BOB, "bob", "alice")] * 3
-        ))
+        runs = await asyncio.gather(
+            *(
+                run_script(app, token, own, other)
+                for token, own, other in [(ALICE, "alice", "bob"), (BOB, "bob", "alice")] * 3
+            )
+        )
     for texts, own, other in zip(runs, ["alice", "bob"] * 3, ["bob", "alice"] * 3, strict=True):
         check_caller(texts, own, other)
     check_upstream_tokens(worlds)
@@ -257,9 +299,13 @@ async def test_writes_go_only_where_the_caller_may_write(worlds: Worlds):
     app = create_app(config_for(worlds), backends=worlds.backends)
     async with serving(app):
         async with session(app, ALICE) as alice:
-            created, err = await call(alice, "mark_publish", url="mark://alice-private/notes/new.md", body="# New\n", expected_version=0)
+            created, err = await call(
+                alice, "mark_publish", url="mark://alice-private/notes/new.md", body="# New\n", expected_version=0
+            )
             assert not err and created.startswith("status: created"), created
-            refused, err = await call(alice, "mark_publish", url="mark://shared/specs/new.md", body="# New\n", expected_version=0)
+            refused, err = await call(
+                alice, "mark_publish", url="mark://shared/specs/new.md", body="# New\n", expected_version=0
+            )
             assert not err and refused.startswith("status: not-permitted") and "read-only for you" in refused
             appended, err = await call(alice, "mark_append", url="mark://shared/specs/protocol.md", body="more\n")
             assert appended.startswith("status: not-permitted")
@@ -283,13 +329,17 @@ async def test_writes_go_only_where_the_caller_may_write(worlds: Worlds):
     ids=["missing", "wrong", "not-bearer", "expired"],
 )
 @pytest.mark.parametrize("path", ["/mcp/", "/mcp"])
-async def test_requests_without_a_valid_bearer_token_get_401_with_a_challenge(worlds: Worlds, headers, error, path, caplog):
+async def test_requests_without_a_valid_bearer_token_get_401_with_a_challenge(
+    worlds: Worlds, headers, error, path, caplog
+):
     app = create_app(config_for(worlds), backends=worlds.backends)
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
     caplog.set_level(logging.INFO, logger="demarkus.gateway.access")
     async with serving(app):
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE) as http:
-            answer = await http.post(path, json=body, headers={**headers, "Accept": "application/json, text/event-stream"})
+            answer = await http.post(
+                path, json=body, headers={**headers, "Accept": "application/json, text/event-stream"}
+            )
             health = await http.get("/healthz")
     assert answer.status_code == 401
     challenge = answer.headers["WWW-Authenticate"]
@@ -308,15 +358,32 @@ async def test_a_valid_token_is_refused_on_a_session_opened_by_another_caller(wo
     async with serving(app):
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE) as http:
             accept = {"Accept": "application/json, text/event-stream"}
-            opened = await http.post("/mcp/", headers={**accept, "Authorization": f"Bearer {ALICE}"}, json={
-                "jsonrpc": "2.0", "id": 1, "method": "initialize",
-                "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-            })
+            opened = await http.post(
+                "/mcp/",
+                headers={**accept, "Authorization": f"Bearer {ALICE}"},
+                json={
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {},
+                        "clientInfo": {"name": "t", "version": "1"},
+                    },
+                },
+            )
             assert opened.status_code == 200
             sid = opened.headers["mcp-session-id"]
-            stolen = await http.post("/mcp/", headers={**accept, "Authorization": f"Bearer {BOB}", "mcp-session-id": sid,
-                                                       "mcp-protocol-version": "2025-11-25"},
-                                     json={"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
+            stolen = await http.post(
+                "/mcp/",
+                headers={
+                    **accept,
+                    "Authorization": f"Bearer {BOB}",
+                    "mcp-session-id": sid,
+                    "mcp-protocol-version": "2025-11-25",
+                },
+                json={"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}},
+            )
     assert stolen.status_code == 404
 
 
@@ -333,13 +400,13 @@ async def test_the_access_log_names_caller_tool_world_and_status_without_text_or
             await call(alice, "mark_fetch", url="mark://bob-private/journal.md")
             await call(alice, "mark_lookup_all", query="protocol")
     lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "demarkus.gateway.access"]
-    assert [(l["caller"], l["tool"], l["world"], l["status"]) for l in lines] == [
+    assert [(line["caller"], line["tool"], line["world"], line["status"]) for line in lines] == [
         ("alice", "mark_fetch", "alice-private", "ok"),
         ("alice", "mark_lookup", "alice-private", "ok"),
         ("alice", "mark_fetch", "bob-private", "error"),
         ("alice", "mark_lookup_all", "*", "ok"),
     ]
-    assert all(set(l) == {"ts", "event", "caller", "tool", "world", "status", "ms"} for l in lines)
+    assert all(set(line) == {"ts", "event", "caller", "tool", "world", "status", "ms"} for line in lines)
     text = caplog.text
     for secret in (ALICE, ALICE_SHARED, ALICE_PRIVATE, "zebracorn", "notes/plan.md", "Alice's plan"):
         assert secret not in text
@@ -348,14 +415,20 @@ async def test_the_access_log_names_caller_tool_world_and_status_without_text_or
 def test_documents_fixture_shapes_the_leak_checks():
     # The secrets only appear where their owner's scope can read them.
     everything: Mapping[str, str] = {
-        f"{world}{path}": body + json.dumps(meta) for world, docs in DOCUMENTS.items() for path, (body, meta) in docs.items()
+        f"{world}{path}": body + json.dumps(meta)
+        for world, docs in DOCUMENTS.items()
+        for path, (body, meta) in docs.items()
     }
     for name, text in everything.items():
-        owner = "alice" if name.startswith("alice-private") or "alice-area" in name else "bob" if name.startswith("bob-private") or "bob-area" in name else ""
+        owner = (
+            "alice"
+            if name.startswith("alice-private") or "alice-area" in name
+            else "bob"
+            if name.startswith("bob-private") or "bob-area" in name
+            else ""
+        )
         foreign = BOB_SECRETS if owner == "alice" else ALICE_SECRETS if owner == "bob" else ALICE_SECRETS + BOB_SECRETS
         assert not [s for s in foreign if s in text], name
-
-
 
 
 async def test_no_spelling_of_a_path_reads_past_the_callers_upstream_token(worlds: Worlds, tls_files):
@@ -364,8 +437,9 @@ async def test_no_spelling_of_a_path_reads_past_the_callers_upstream_token(world
     from demarkus.server.quic import serve_mark
 
     cert, key = tls_files
-    async with serve_mark(Service.open(worlds.roots["shared"], tokens=worlds.tokens, writable=False),
-                          port=0, cert=cert, key=key) as authority:
+    async with serve_mark(
+        Service.open(worlds.roots["shared"], tokens=worlds.tokens, writable=False), port=0, cert=cert, key=key
+    ) as authority:
         config = make_config(
             {"shared": {"authority": f"mark://localhost:{authority.port}", "ca": cert, "dial": "127.0.0.1"}},
             {"alice": {"token": ALICE, "read": ["shared"], "upstream": {"shared": ALICE_SHARED}}},
@@ -373,8 +447,11 @@ async def test_no_spelling_of_a_path_reads_past_the_callers_upstream_token(world
         async with serving(create_app(config)) as app, session(app, ALICE) as alice:
             own, _ = await call(alice, "mark_fetch", url="mark://shared//alice-area//notes.md/")
             assert "narwhal" in own.lower()
-            for spelled in ("mark://shared//bob-area/notes.md", "mark://shared///bob-area///notes.md/",
-                            "mark://shared//bob-area/notes.md/v1"):
+            for spelled in (
+                "mark://shared//bob-area/notes.md",
+                "mark://shared///bob-area///notes.md/",
+                "mark://shared//bob-area/notes.md/v1",
+            ):
                 for tool in ("mark_fetch", "mark_versions", "mark_explore"):
                     text, _ = await call(alice, tool, url=spelled)
                     assert "axolotl" not in text.lower(), (tool, spelled, text)

@@ -61,9 +61,13 @@ class Down(VerbMethods):
 
 async def test_a_caller_over_its_rate_gets_a_tool_error_until_the_bucket_refills(demo_root: Path):
     clock = FakeClock()
-    config = make_config({"demo": {"root": demo_root}},
-                         {"agent": {"token": TOKEN, "read": ["demo"], "rate_per_minute": 2},
-                          "other": {"token": "other-token", "read": ["demo"]}})
+    config = make_config(
+        {"demo": {"root": demo_root}},
+        {
+            "agent": {"token": TOKEN, "read": ["demo"], "rate_per_minute": 2},
+            "other": {"token": "other-token", "read": ["demo"]},
+        },
+    )
     async with serving(create_app(config, clock=clock)) as app:
         async with session(app, TOKEN) as agent, session(app, "other-token") as other:
             first = await call(agent, "mark_worlds")
@@ -74,7 +78,9 @@ async def test_a_caller_over_its_rate_gets_a_tool_error_until_the_bucket_refills
             fourth = await call(agent, "mark_worlds")
             fifth = await call(agent, "mark_worlds")
     assert not first[1] and not second[1] and not unaffected[1] and not fourth[1]
-    assert third[1] and third[0].endswith("rate limit: 2 tool calls a minute for this caller; the next call is allowed in 30.0 s")
+    assert third[1] and third[0].endswith(
+        "rate limit: 2 tool calls a minute for this caller; the next call is allowed in 30.0 s"
+    )
     assert fifth[1] and "rate limit" in fifth[0]
 
 
@@ -83,8 +89,9 @@ async def test_a_caller_over_its_rate_gets_a_tool_error_until_the_bucket_refills
 
 async def test_requests_over_the_upstream_bound_get_a_clear_tool_error(demo_root: Path):
     held = Held(Service.open(demo_root, writable=False))
-    config = make_config({"demo": {"root": demo_root}}, {"agent": {"token": TOKEN, "read": ["demo"]}},
-                         max_upstream=1, upstream_wait=0)
+    config = make_config(
+        {"demo": {"root": demo_root}}, {"agent": {"token": TOKEN, "read": ["demo"]}}, max_upstream=1, upstream_wait=0
+    )
     async with serving(create_app(config, backends={"demo": held})) as app:
         async with session(app, TOKEN) as agent:
             first = asyncio.create_task(call(agent, "mark_fetch", url="mark://demo/overview.md"))
@@ -138,8 +145,10 @@ def test_the_gateway_asks_for_a_wide_receive_buffer_on_its_quic_connections(tls_
     from demarkus.client import Client
     from demarkus.gateway.upstream import RECEIVE_BUFFER
 
-    config = make_config({"remote": {"authority": "mark://localhost:7000", "ca": tls_files[0], "dial": "127.0.0.1"}},
-                         {"agent": {"token": TOKEN, "read": ["remote"]}})
+    config = make_config(
+        {"remote": {"authority": "mark://localhost:7000", "ca": tls_files[0], "dial": "127.0.0.1"}},
+        {"agent": {"token": TOKEN, "read": ["remote"]}},
+    )
     backend = create_app(config).state.gateway.upstreams["remote"].backend
     assert isinstance(backend, Client) and backend.receive_buffer == RECEIVE_BUFFER
 
@@ -211,13 +220,18 @@ def test_one_lost_answer_among_good_ones_does_not_open_the_breaker():
     assert breaker.open
 
 
-async def test_a_killed_authority_fails_clearly_other_worlds_go_on_and_it_recovers(demo_root: Path, tls_files, tmp_path: Path):
+async def test_a_killed_authority_fails_clearly_other_worlds_go_on_and_it_recovers(
+    demo_root: Path, tls_files, tmp_path: Path
+):
     cert, key = tls_files
     clock = FakeClock()
     async with serve_mark(Service.open(demo_root), port=0, cert=cert, key=key) as first:
         port = first.port
         config = make_config(
-            {"remote": {"authority": f"mark://localhost:{port}", "ca": cert, "dial": "127.0.0.1"}, "local": {"root": demo_root}},
+            {
+                "remote": {"authority": f"mark://localhost:{port}", "ca": cert, "dial": "127.0.0.1"},
+                "local": {"root": demo_root},
+            },
             {"agent": {"token": TOKEN, "read": ["remote", "local"]}},
             upstream_timeout=0.5,
         )
@@ -231,7 +245,9 @@ async def test_a_killed_authority_fails_clearly_other_worlds_go_on_and_it_recove
             partial = await asyncio.wait_for(call(agent, "mark_lookup_all", query="snapshot", limit=3), 5)
             async with serve_mark(Service.open(demo_root), port=port, cert=cert, key=key):
                 clock.now += 5.0
-                back = await asyncio.wait_for(call(agent, "mark_fetch", url="mark://remote/overview.md", force=True), 20)
+                back = await asyncio.wait_for(
+                    call(agent, "mark_fetch", url="mark://remote/overview.md", force=True), 20
+                )
     assert not before[1] and before[0].startswith("status: ok")
     assert dead[1] and "world remote did not answer FETCH /overview.md" in dead[0]
     assert fast[1] and "world remote is not answering" in fast[0]
@@ -246,8 +262,9 @@ async def test_a_killed_authority_fails_clearly_other_worlds_go_on_and_it_recove
 
 
 async def test_lookup_all_fails_as_a_tool_error_only_when_every_world_fails(demo_root: Path):
-    config = make_config({"a": {"root": demo_root}, "b": {"root": demo_root}},
-                         {"agent": {"token": TOKEN, "read": ["a", "b"]}})
+    config = make_config(
+        {"a": {"root": demo_root}, "b": {"root": demo_root}}, {"agent": {"token": TOKEN, "read": ["a", "b"]}}
+    )
     async with serving(create_app(config, backends={"a": Down(), "b": Down()})) as app:
         async with session(app, TOKEN) as agent:
             text, is_error = await call(agent, "mark_lookup_all", query="snapshot")
@@ -256,8 +273,9 @@ async def test_lookup_all_fails_as_a_tool_error_only_when_every_world_fails(demo
 
 
 async def test_lookup_all_merges_by_rank_then_importance_then_world_under_a_global_limit(demo_root: Path):
-    config = make_config({"one": {"root": demo_root}, "two": {"root": demo_root}},
-                         {"agent": {"token": TOKEN, "read": ["one", "two"]}})
+    config = make_config(
+        {"one": {"root": demo_root}, "two": {"root": demo_root}}, {"agent": {"token": TOKEN, "read": ["one", "two"]}}
+    )
     async with serving(create_app(config)) as app:
         async with session(app, TOKEN) as agent:
             single, _ = await call(agent, "mark_lookup", query="snapshot", url="mark://one/", match="body", limit=3)

@@ -85,12 +85,17 @@ _paths = st.from_regex(r"/[a-z0-9_./-]{0,12}", fullmatch=True)
 _words = st.text(alphabet="abc /#()[]|>\\:.-", max_size=20).filter(lambda s: "mark://" not in s)
 
 
-@given(st.lists(st.one_of(
-    _paths.map(lambda p: f">>> {p}/v1#x"),
-    st.tuples(_paths, _paths).map(lambda t: f">>> rel: {t[0]} supersedes {t[1]}"),
-    _paths.map(lambda p: f">>> note: {p}: gone"),
-    _words,
-), max_size=12))
+@given(
+    st.lists(
+        st.one_of(
+            _paths.map(lambda p: f">>> {p}/v1#x"),
+            st.tuples(_paths, _paths).map(lambda t: f">>> rel: {t[0]} supersedes {t[1]}"),
+            _paths.map(lambda p: f">>> note: {p}: gone"),
+            _words,
+        ),
+        max_size=12,
+    )
+)
 def test_qualifying_then_stripping_gives_the_local_text_back(lines: list[str]):
     text = "\n".join(lines)
     assert strip_world(qualify_expansion(text, "w"), "w") == text

@@ -20,8 +20,8 @@ from mcp.client.streamable_http import streamable_http_client
 
 from demarkus import auth
 from demarkus.backend import VerbMethods
-from demarkus.gateway import create_app
 from demarkus.errors import RateLimitedError
+from demarkus.gateway import create_app
 from demarkus.gateway.config import SESSIONS_PER_CALLER
 from demarkus.gateway.sessions import SessionTable
 from demarkus.protocol import Request, Response
@@ -34,10 +34,11 @@ FLOOD, OTHER = auth.generate_token(), auth.generate_token()
 
 
 def two_callers(demo_root: Path, **gateway: object):  # type: ignore[no-untyped-def]
-    return make_config({"demo": {"root": demo_root}},
-                       {"flood": {"token": FLOOD, "read": ["demo"]},
-                        "other": {"token": OTHER, "read": ["demo"]}},
-                       **gateway)
+    return make_config(
+        {"demo": {"root": demo_root}},
+        {"flood": {"token": FLOOD, "read": ["demo"]}, "other": {"token": OTHER, "read": ["demo"]}},
+        **gateway,
+    )
 
 
 def caller_http(token: str) -> httpx2.AsyncClient:
@@ -58,8 +59,7 @@ class Held(VerbMethods):
         return await self.inner.request(request)
 
 
-async def test_a_caller_opening_far_more_sessions_than_its_bound_cannot_lock_out_another(
-        demo_root: Path):
+async def test_a_caller_opening_far_more_sessions_than_its_bound_cannot_lock_out_another(demo_root: Path):
     app = create_app(two_callers(demo_root))
     sdk = app.state.mcp.session_manager._server_instances  # the SDK's live sessions, by id
     async with uvicorn_on_loopback(app) as base, caller_http(FLOOD) as flood_http:
@@ -68,8 +68,7 @@ async def test_a_caller_opening_far_more_sessions_than_its_bound_cannot_lock_out
         opened = [await session.open() for session in flood]  # none closed with DELETE
         peak = len(sdk)
         async with caller_http(OTHER) as other_http:
-            transport = streamable_http_client(
-                url, http_client=other_http)  # type: ignore[arg-type]
+            transport = streamable_http_client(url, http_client=other_http)  # type: ignore[arg-type]
             async with Client(transport, mode="legacy") as other:
                 worlds, err = await call(other, "mark_worlds")
                 during = len(sdk)
@@ -111,21 +110,20 @@ async def test_a_closed_session_gives_its_sdk_state_and_tool_state_back(demo_roo
 
 
 async def test_when_every_session_of_a_caller_is_busy_a_new_one_gets_429_and_others_are_unaffected(
-        demo_root: Path, caplog):
+    demo_root: Path, caplog
+):
     # Closed after: only one process may write a store, and later tests start gateway
     # processes on it.
     with contextlib.closing(Service.open(demo_root)) as store:
         held = Held(store)
         app = create_app(two_callers(demo_root, max_sessions_per_caller=2), backends={"demo": held})
         caplog.set_level(logging.INFO, logger="demarkus.gateway.access")
-        async with (uvicorn_on_loopback(app) as base, caller_http(FLOOD) as http,
-                    caller_http(OTHER) as other_http):
+        async with uvicorn_on_loopback(app) as base, caller_http(FLOOD) as http, caller_http(OTHER) as other_http:
             url = f"{base}/mcp/"
             busy = [RawSession(http, url), RawSession(http, url)]
             for session in busy:
                 await session.open()
-            calls = [asyncio.create_task(s.call("mark_fetch", url="mark://demo/overview.md"))
-                     for s in busy]
+            calls = [asyncio.create_task(s.call("mark_fetch", url="mark://demo/overview.md")) for s in busy]
             await until(lambda: held.entered == 2)
             refused = await RawSession(http, url).open()
             other = await RawSession(other_http, url).open()
@@ -134,19 +132,15 @@ async def test_when_every_session_of_a_caller_is_busy_a_new_one_gets_429_and_oth
             later = await RawSession(http, url).open()  # both idle again: the oldest makes room
     assert refused.status_code == 429 and refused.headers["retry-after"] == "1"
     message = refused.json()["error"]["message"]
-    assert message.startswith(
-        "all 2 MCP sessions this caller may hold are busy, so no new one can open;")
+    assert message.startswith("all 2 MCP sessions this caller may hold are busy, so no new one can open;")
     assert "reuse one of yours (send its Mcp-Session-Id header)" in message
     assert "HTTP DELETE" in message
     assert other.status_code == 200
     assert [answer.status_code for answer in answered] == [200, 200]
     assert later.status_code == 200
-    lines = [json.loads(r.getMessage()) for r in caplog.records
-             if r.name == "demarkus.gateway.access"]
-    refusals = [{k: v for k, v in line.items() if k != "ts"}
-                for line in lines if line["event"] == "http"]
-    assert refusals == [
-        {"event": "http", "status": 429, "reason": "sessions", "method": "POST", "caller": "flood"}]
+    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "demarkus.gateway.access"]
+    refusals = [{k: v for k, v in line.items() if k != "ts"} for line in lines if line["event"] == "http"]
+    assert refusals == [{"event": "http", "status": 429, "reason": "sessions", "method": "POST", "caller": "flood"}]
 
 
 async def test_an_idle_session_expires_and_gives_its_memory_back(demo_root: Path):
@@ -169,8 +163,7 @@ async def test_an_idle_session_expires_and_gives_its_memory_back(demo_root: Path
     assert tools() is None
 
 
-async def test_a_2026_client_without_a_session_works_while_its_caller_is_at_its_bound(
-        demo_root: Path):
+async def test_a_2026_client_without_a_session_works_while_its_caller_is_at_its_bound(demo_root: Path):
     app = create_app(two_callers(demo_root, max_sessions_per_caller=2))
     sdk = app.state.mcp.session_manager._server_instances
     async with uvicorn_on_loopback(app) as base, caller_http(FLOOD) as http:
@@ -189,7 +182,6 @@ async def test_a_2026_client_without_a_session_works_while_its_caller_is_at_its_
     assert not fetch_err and fetched.startswith("status: ok")
     assert before == after == {session.id for session in held}  # it opened none and closed none
     assert [answer.status_code for answer in still] == [200, 200]
-
 
 
 def test_the_table_replaces_the_least_recently_used_idle_session_and_forgets_ended_ones():

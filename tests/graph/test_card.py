@@ -70,9 +70,7 @@ def test_outbound_links_are_deduplicated_by_destination_in_document_order() -> N
 def test_outbound_links_cap_and_fall_back_to_the_destination_as_label() -> None:
     links = [Link("", f"/d{i}.md", "", None, False) for i in range(12)]
     text = render_outbound(links, cap=2)
-    assert text == (
-        "## Outbound links (12)\n- [/d0.md](/d0.md)\n- [/d1.md](/d1.md)\n+10 more links\n"
-    )
+    assert text == ("## Outbound links (12)\n- [/d0.md](/d0.md)\n- [/d1.md](/d1.md)\n+10 more links\n")
     assert render_outbound([]) == "## Outbound links (0)\n"
 
 
@@ -135,9 +133,7 @@ def test_relations_section_from_a_real_store_page() -> None:
     with GraphStore(None) as store:
         for name in ("b", "c", "d"):
             edge = Edge(f"{W}/{name}.md", f"{W}/a.md", "depends-on")
-            store.observe(
-                edge.source, title=name.upper(), version=1, edges=[edge], observed_at=when
-            )
+            store.observe(edge.source, title=name.upper(), version=1, edges=[edge], observed_at=when)
         page = store.neighborhood(f"{W}/a.md", page_size=2)
         assert page.next_cursor is not None
         assert render_relations(page, store.titles(r.url for r in page.rows)) == (
@@ -184,14 +180,10 @@ def test_backlinks_are_capped_and_none_says_how_to_find_some() -> None:
     x = f"{W}/x.md"
     edges = [Edge(f"{W}/s{i}.md", x, "") for i in range(5)]
     assert render_backlinks(x, edges, {}, cap=2) == (
-        "Backlinks for mark://world/x.md (5):\n\n"
-        "- mark://world/s0.md\n"
-        "- mark://world/s1.md\n"
-        "+3 more backlinks\n"
+        "Backlinks for mark://world/x.md (5):\n\n- mark://world/s0.md\n- mark://world/s1.md\n+3 more backlinks\n"
     )
     assert render_backlinks(x, [], {}) == (
-        "No backlinks found for mark://world/x.md\n"
-        "Explore or fetch documents that link here to record their links.\n"
+        "No backlinks found for mark://world/x.md\nExplore or fetch documents that link here to record their links.\n"
     )
 
 

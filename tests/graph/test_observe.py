@@ -27,9 +27,7 @@ def test_typed_relations_become_edges_with_absolute_targets() -> None:
 
 def test_body_links_carry_label_source_section_and_target_fragment() -> None:
     body = "# Title\n\n## Context\n\nSee [the setup](../guide.md#install).\n"
-    assert observe(body) == [
-        Edge(URL, f"{HOST}/guide.md", "", label="the setup", anchor="context", fragment="install")
-    ]
+    assert observe(body) == [Edge(URL, f"{HOST}/guide.md", "", label="the setup", anchor="context", fragment="install")]
 
 
 def test_links_in_the_preamble_have_no_anchor() -> None:
@@ -37,9 +35,7 @@ def test_links_in_the_preamble_have_no_anchor() -> None:
 
 
 def test_relation_fragments_are_kept() -> None:
-    assert observe(rel_implements="/spec.md#api") == [
-        Edge(URL, f"{HOST}/spec.md", "implements", fragment="api")
-    ]
+    assert observe(rel_implements="/spec.md#api") == [Edge(URL, f"{HOST}/spec.md", "implements", fragment="api")]
 
 
 def test_other_authorities_are_kept_with_canonical_urls() -> None:
@@ -71,9 +67,7 @@ def test_self_references_are_skipped() -> None:
 
 def test_repeated_links_aggregate_a_count_and_keep_the_first_labelled_occurrence() -> None:
     body = "# A\n\n[](b.md) [](b.md#one)\n\n# B\n\n[Bee](b.md#two) [Other label](b.md)\n"
-    assert observe(body) == [
-        Edge(URL, f"{HOST}/adr/b.md", "", label="Bee", anchor="b", fragment="two", count=4)
-    ]
+    assert observe(body) == [Edge(URL, f"{HOST}/adr/b.md", "", label="Bee", anchor="b", fragment="two", count=4)]
 
 
 def test_a_link_and_a_relation_to_one_target_are_two_edges() -> None:
@@ -90,9 +84,7 @@ def test_one_relation_to_two_fragments_of_a_target_is_one_edge_counted_twice() -
 
 
 def test_rejected_relations_and_other_metadata_are_ignored() -> None:
-    edges = observe(
-        title="ADR 5", rel_="/x.md", rel_related="https://example.org/x, /a b.md, ,", tags="x"
-    )
+    edges = observe(title="ADR 5", rel_="/x.md", rel_related="https://example.org/x, /a b.md, ,", tags="x")
     assert edges == []
 
 

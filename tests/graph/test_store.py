@@ -50,9 +50,7 @@ def pairs(edges: list[Edge]) -> list[tuple[str, str, str]]:
 def test_an_observation_records_the_node_and_its_outgoing_edges(store: GraphStore) -> None:
     put(store, "a", link("a", "b", label="B", anchor="intro", fragment="x", count=2))
     assert store.node(doc("a")) == Node(doc("a"), "A", 1, WHEN)
-    assert store.outgoing(doc("a")) == [
-        link("a", "b", label="B", anchor="intro", fragment="x", count=2)
-    ]
+    assert store.outgoing(doc("a")) == [link("a", "b", label="B", anchor="intro", fragment="x", count=2)]
     assert store.incoming(doc("b")) == store.outgoing(doc("a"))
     assert store.node(doc("b")) is None
 
@@ -286,9 +284,7 @@ def test_a_page_exactly_filled_has_no_next_cursor(store: GraphStore) -> None:
 def test_a_row_keeps_twenty_edges_and_counts_the_rest(store: GraphStore) -> None:
     put(store, "x", *[link("x", "y", f"r{i:02}") for i in range(23)])
     (row,) = store.neighborhood(doc("x")).rows
-    assert row == NeighborhoodRow(
-        doc("y"), tuple(link("x", "y", f"r{i:02}") for i in range(20)), omitted_edges=3
-    )
+    assert row == NeighborhoodRow(doc("y"), tuple(link("x", "y", f"r{i:02}") for i in range(20)), omitted_edges=3)
 
 
 def test_a_node_with_a_thousand_incoming_edges(store: GraphStore) -> None:
@@ -370,9 +366,7 @@ def test_a_cursor_from_another_query_is_refused(star: GraphStore, other: dict[st
 def test_a_cursor_survives_a_different_page_size_and_relation_order(star: GraphStore) -> None:
     first = star.neighborhood(doc("x"), relations=["", "supersedes"], page_size=1)
     assert first.next_cursor is not None
-    rest = star.neighborhood(
-        doc("x"), relations=["supersedes", "", ""], page_size=10, cursor=first.next_cursor
-    )
+    rest = star.neighborhood(doc("x"), relations=["supersedes", "", ""], page_size=10, cursor=first.next_cursor)
     assert [r.url for r in first.rows + rest.rows] == [doc("a"), doc("c"), doc("x")]
 
 
@@ -426,9 +420,7 @@ def test_paging_a_neighbourhood_yields_each_neighbour_once_with_honest_counts(
         order: list[str] = []
         cursor = None
         while True:
-            page = store.neighborhood(
-                center, direction=direction, relations=relations, page_size=2, cursor=cursor
-            )
+            page = store.neighborhood(center, direction=direction, relations=relations, page_size=2, cursor=cursor)
             assert page.total_rows == len(edges)
             seen.update({r.url: set(r.edges) for r in page.rows})
             order += [r.url for r in page.rows]

@@ -38,9 +38,7 @@ def is_open(db: sqlite3.Connection) -> bool:
     return True
 
 
-def test_a_connection_is_lent_again_only_once_it_is_back(
-    pool: ReaderPool, opened: list[sqlite3.Connection]
-) -> None:
+def test_a_connection_is_lent_again_only_once_it_is_back(pool: ReaderPool, opened: list[sqlite3.Connection]) -> None:
     with pool.borrow() as first, pool.borrow() as second:
         assert first is not second
     with pool.borrow() as again:

@@ -125,16 +125,12 @@ def test_a_snippet_opens_just_before_the_window_with_the_most_distinct_matches()
 
 def test_a_snippet_opens_at_the_sentence_or_line_holding_its_first_match() -> None:
     lead = "filler " * 100
-    assert snippet(lead + "End of one. The big quetzal flies.", {"quetzal"}) == (
-        "…The big quetzal flies."
-    )
+    assert snippet(lead + "End of one. The big quetzal flies.", {"quetzal"}) == ("…The big quetzal flies.")
     assert snippet(lead + "\n- item with quetzal", {"quetzal"}) == "…item with quetzal"
 
 
 def test_a_snippet_whose_matches_fit_from_the_start_shows_the_text_as_written() -> None:
-    assert snippet("Just a note about the quixotic parser.", {"quixotic"}) == (
-        "Just a note about the quixotic parser."
-    )
+    assert snippet("Just a note about the quixotic parser.", {"quixotic"}) == ("Just a note about the quixotic parser.")
 
 
 def test_a_snippet_without_matches_shows_the_start() -> None:
@@ -153,9 +149,7 @@ def test_snippet_windows_are_one_line_within_the_byte_limit(text: str, hits: set
 # --- ranking -----------------------------------------------------------------------------
 
 
-def candidate(
-    path: str, relevance: float, matched: set[int], importance: float = 0.5, anchor: str = "s"
-) -> Candidate:
+def candidate(path: str, relevance: float, matched: set[int], importance: float = 0.5, anchor: str = "s") -> Candidate:
     return Candidate(
         key=hash((path, anchor)),
         path=path,

@@ -59,9 +59,7 @@ def test_a_heading_without_text_of_its_own_is_reached_through_its_sub_sections(
     index: SectionIndex,
 ) -> None:
     fill(index)
-    put(
-        index, "/spec.md", "# Spec\n\n## Grammar rules\n\n### Tokens\n\nA token is a zorbex unit.\n"
-    )
+    put(index, "/spec.md", "# Spec\n\n## Grammar rules\n\n### Tokens\n\nA token is a zorbex unit.\n")
     hits = index.search("grammar rules", "/", limit=5)
     assert where(hits) == [("/spec.md", "tokens")]
 
@@ -302,16 +300,12 @@ def statements(monkeypatch: pytest.MonkeyPatch) -> set[str]:
     return seen
 
 
-def test_distinct_large_lookups_reuse_a_small_fixed_set_of_statements(
-    tmp_path: Path, statements: set[str]
-) -> None:
+def test_distinct_large_lookups_reuse_a_small_fixed_set_of_statements(tmp_path: Path, statements: set[str]) -> None:
     rng = random.Random(12)
     with SectionIndex(tmp_path / "index.sqlite") as index:
         with index.bulk():
             for d in range(40):
-                parts = "".join(
-                    f"## Part {s}\n\n{' '.join(rng.sample(WORDS[:200], 25))}\n\n" for s in range(3)
-                )
+                parts = "".join(f"## Part {s}\n\n{' '.join(rng.sample(WORDS[:200], 25))}\n\n" for s in range(3))
                 put(index, f"/{'ab'[d % 2]}/d{d:02d}.md", f"# D{d}\n\n{parts}", tags=f"t{d % 3}")
         shapes = [("/", None), ("/a", None), ("/a/d00.md", None), ("/", Filter(tags=("t1",)))]
 
@@ -353,9 +347,7 @@ def spread(index: SectionIndex) -> SectionIndex:
     put(index, "/docs/sub/b.md", "# B\n\n## Part\n\nzorbex two\n", tags="adr", status="final")
     put(index, "/docsx/c.md", "# C\n\n## Part\n\nzorbex three\n", tags="wire")
     put(index, "/d.md", "# D\n\n## Part\n\nzorbex four\n", status="draft")
-    index.update(
-        "/old.md", 1, {}, b"# E\n\n## Part\n\nzorbex five\n", datetime(2020, 1, 1, tzinfo=UTC)
-    )
+    index.update("/old.md", 1, {}, b"# E\n\n## Part\n\nzorbex five\n", datetime(2020, 1, 1, tzinfo=UTC))
     return index
 
 
@@ -394,9 +386,7 @@ def test_limit_cuts_after_ordering(spread: SectionIndex) -> None:
         ("modified-after=2021-01-01,tag=wire", ["/docs/a.md", "/docsx/c.md"]),
     ],
 )
-def test_filters_judge_the_stored_document_fields(
-    spread: SectionIndex, text: str, expected: list[str]
-) -> None:
+def test_filters_judge_the_stored_document_fields(spread: SectionIndex, text: str, expected: list[str]) -> None:
     flt = parse_filter(text)
     assert paths(spread.search("zorbex", "/", limit=10, flt=flt)) == expected
 
@@ -435,11 +425,7 @@ def test_a_wide_scope_whose_rows_rank_below_the_rest_still_fills_the_limit(
 
 def test_snippets_are_one_line_of_at_most_240_bytes_around_the_match(index: SectionIndex) -> None:
     fill(index)
-    long_text = (
-        ("Ünïcödé wörds 🎉 fill | this `cell` line.\n" * 40)
-        + "The zorbex is here.\n"
-        + "tail words " * 80
-    )
+    long_text = ("Ünïcödé wörds 🎉 fill | this `cell` line.\n" * 40) + "The zorbex is here.\n" + "tail words " * 80
     put(index, "/long.md", "# Long\n\n## Part\n\n" + long_text)
     (hit,) = index.search("zorbex", "/", limit=1)
     assert "zorbex" in hit.snippet
@@ -543,9 +529,7 @@ def test_rebuild_indexes_current_non_archived_documents_and_drops_the_rest(
     assert where(index.search("zorbex quetzal", "/", limit=5)) == [("/a.md", "one")]
 
 
-def test_reconcile_repairs_an_index_that_missed_store_writes(
-    index: SectionIndex, store: FileStore
-) -> None:
+def test_reconcile_repairs_an_index_that_missed_store_writes(index: SectionIndex, store: FileStore) -> None:
     store.write("/keep.md", b"# K\n\n## Part\n\nzorbex\n", {})
     store.write("/change.md", b"# C\n\n## Part\n\nzorbex\n", {})
     store.write("/archive.md", b"# A\n\n## Part\n\nzorbex\n", {})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from demarkus.errors import BadRequestError
-from demarkus.markdown import PREFERRED, Relation, RejectedRelation, parse_relations
+from demarkus.markdown import PREFERRED, RejectedRelation, Relation, parse_relations
 
 BASE = "/adr/0004-edges.md"
 URL_BASE = "mark://world.example/adr/0004-edges.md"

@@ -69,9 +69,7 @@ def anchors(body: str) -> list[str]:
         "heading-interrupts-paragraph",
     ],
 )
-def test_top_level_atx_and_setext_headings_become_sections(
-    body: str, expected: list[tuple[int, str]]
-) -> None:
+def test_top_level_atx_and_setext_headings_become_sections(body: str, expected: list[tuple[int, str]]) -> None:
     assert titles(body) == expected
 
 
@@ -143,9 +141,7 @@ def test_slugify_follows_the_github_rule(text: str, slug: str) -> None:
         "empty-slug-becomes-section",
     ],
 )
-def test_repeated_anchors_get_numbered_suffixes_in_document_order(
-    body: str, expected: list[str]
-) -> None:
+def test_repeated_anchors_get_numbered_suffixes_in_document_order(body: str, expected: list[str]) -> None:
     assert anchors(body) == expected
 
 
@@ -254,9 +250,7 @@ def test_a_body_that_is_not_utf8_is_a_bad_request() -> None:
         "empty",
     ],
 )
-def test_find_accepts_anchor_with_or_without_hash_or_heading_text(
-    query: str, anchor: str | None
-) -> None:
+def test_find_accepts_anchor_with_or_without_hash_or_heading_text(query: str, anchor: str | None) -> None:
     outline = parse_outline(b"# Problem Statement\n# Notes\n# Notes\n# ???\n")
     found = outline.find(query)
     assert (found.anchor if found else None) == anchor
@@ -316,11 +310,7 @@ _WORDS = st.lists(st.sampled_from(_PIECES), max_size=8).map("".join)
 @st.composite
 def _block(draw: st.DrawFn) -> list[str]:
     """One markdown block as a list of lines (without line endings)."""
-    kind = draw(
-        st.sampled_from(
-            ["atx", "setext", "para", "fence", "indented", "list", "quote", "blank", "html"]
-        )
-    )
+    kind = draw(st.sampled_from(["atx", "setext", "para", "fence", "indented", "list", "quote", "blank", "html"]))
     words = draw(_WORDS)
     if kind == "atx":
         closing = draw(st.sampled_from(["", " #", " ###"]))
@@ -354,9 +344,7 @@ def _documents(draw: st.DrawFn) -> bytes:
     return "".join(out).encode()
 
 
-_ANY_TEXT = st.text(alphabet=st.sampled_from(list("ab #=-`~>*\t\r\n é")), max_size=200).map(
-    str.encode
-)
+_ANY_TEXT = st.text(alphabet=st.sampled_from(list("ab #=-`~>*\t\r\n é")), max_size=200).map(str.encode)
 
 
 def _check_invariants(body: bytes) -> Outline:
@@ -420,7 +408,9 @@ def test_sections_partition_arbitrary_markdown_soup_exactly(body: bytes) -> None
 
 
 def test_block_starts_are_where_a_section_can_be_cut():
-    body = b"# T\n\nPara one\nline two\n\n- a\n- b\n  more\n\n```\ncode\n\ncode\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"
+    body = (
+        b"# T\n\nPara one\nline two\n\n- a\n- b\n  more\n\n```\ncode\n\ncode\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"
+    )
     starts = block_starts(body)
     assert [body[s:].split(b"\n", 1)[0] for s in starts] == [b"# T", b"Para one", b"- a", b"- b", b"```", b"| a | b |"]
 

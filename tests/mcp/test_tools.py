@@ -19,7 +19,11 @@ CASES = [
     ("lookup-catalog", "mark_lookup", {"query": "runbook snapshot", "limit": 5}),
     ("lookup-body", "mark_lookup", {"query": "learner catch up rate promoted voter", "match": "body", "limit": 5}),
     ("lookup-budget", "mark_lookup", {"query": "lease heartbeat interval", "match": "body", "limit": 3, "budget": 600}),
-    ("lookup-budget-readme", "mark_lookup", {"query": "restore snapshot quorum check", "url": "/runbooks", "match": "body", "limit": 2, "budget": 700}),
+    (
+        "lookup-budget-readme",
+        "mark_lookup",
+        {"query": "restore snapshot quorum check", "url": "/runbooks", "match": "body", "limit": 2, "budget": 700},
+    ),
     ("lookup-scoped", "mark_lookup", {"query": "*", "url": "/decisions", "limit": 20}),
     ("lookup-body-star", "mark_lookup", {"query": "*", "url": "/runbooks", "match": "body", "limit": 3}),
     ("fetch-whole", "mark_fetch", {"url": "/decisions/adr-0010-leases-and-heartbeats.md"}),
@@ -61,8 +65,19 @@ async def test_every_tool_is_listed_with_a_description_for_a_model(demo_server):
     async with Client(demo_server) as demo_client:
         listed = await demo_client.list_tools()
         names = sorted(t.name for t in listed.tools)
-        assert names == sorted(["mark_lookup", "mark_fetch", "mark_explore", "mark_backlinks", "mark_list",
-                                "mark_versions", "mark_publish", "mark_append", "mark_archive"])
+        assert names == sorted(
+            [
+                "mark_lookup",
+                "mark_fetch",
+                "mark_explore",
+                "mark_backlinks",
+                "mark_list",
+                "mark_versions",
+                "mark_publish",
+                "mark_append",
+                "mark_archive",
+            ]
+        )
         for tool in listed.tools:
             assert tool.description and len(tool.description) > 80, tool.name
             assert tool.input_schema["type"] == "object"
@@ -102,7 +117,9 @@ async def test_backlinks_come_from_observed_documents(demo_server):
 async def test_explore_records_relations_in_both_directions(demo_server):
     async with Client(demo_server) as demo_client:
         await call(demo_client, "mark_explore", url="/decisions/adr-0012-replicated-segment-log.md")
-        text, _ = await call(demo_client, "mark_explore", url="/decisions/adr-0007-segment-log.md", direction="incoming")
+        text, _ = await call(
+            demo_client, "mark_explore", url="/decisions/adr-0007-segment-log.md", direction="incoming"
+        )
         assert "## Relations" in text
         assert "incoming [supersedes]" in text
 
@@ -125,10 +142,26 @@ async def test_explore_records_relations_in_both_directions(demo_server):
         ("mark_explore", {"url": "/overview.md", "cursor": "garbage"}, "cursor"),
         ("mark_explore", {"url": "/overview.md", "page_size": 0}, "page_size"),
     ],
-    ids=["empty-query", "one-letter", "match", "filter", "negative-budget", "huge-budget", "limit", "lookup-cross-authority",
-         "fetch-cross-authority", "relative", "dotdot", "direction", "cursor", "page-size"],
+    ids=[
+        "empty-query",
+        "one-letter",
+        "match",
+        "filter",
+        "negative-budget",
+        "huge-budget",
+        "limit",
+        "lookup-cross-authority",
+        "fetch-cross-authority",
+        "relative",
+        "dotdot",
+        "direction",
+        "cursor",
+        "page-size",
+    ],
 )
-async def test_bad_input_is_a_tool_error_that_says_what_to_do(demo_server, tool: str, arguments: dict[str, object], fragment: str):
+async def test_bad_input_is_a_tool_error_that_says_what_to_do(
+    demo_server, tool: str, arguments: dict[str, object], fragment: str
+):
     async with Client(demo_server) as demo_client:
         text, is_error = await call(demo_client, tool, **arguments)
         assert is_error, text
@@ -149,7 +182,9 @@ async def test_writes_and_the_outline_of_large_documents(tmp_path: Path):
     root = tmp_path / "store"
     root.mkdir()
     async with Client(make_server(root, trusted=True)) as client:
-        big = "# Big\n\nOpening paragraph of the big one.\n\n" + "".join(f"## Part {i}\n\n" + "words " * 300 + "\n\n" for i in range(8))
+        big = "# Big\n\nOpening paragraph of the big one.\n\n" + "".join(
+            f"## Part {i}\n\n" + "words " * 300 + "\n\n" for i in range(8)
+        )
         created, failed = await call(client, "mark_publish", url="/big.md", body=big, metadata={"title": "Big"})
         assert not failed and created.startswith("status: created\nversion: 1\n")
         outline, _ = await call(client, "mark_fetch", url="/big.md")

@@ -105,9 +105,7 @@ def test_read_of_a_missing_document_raises_not_found(store: FileStore) -> None:
 
 
 @pytest.mark.parametrize("version", [0, -1, 4], ids=["zero", "negative", "too-high"])
-def test_read_of_a_missing_version_names_the_versions_that_exist(
-    store: FileStore, version: int
-) -> None:
+def test_read_of_a_missing_version_names_the_versions_that_exist(store: FileStore, version: int) -> None:
     for body in (b"1", b"2", b"3"):
         store.write("/a.md", body, {})
     with pytest.raises(NotFoundError) as info:
@@ -268,9 +266,7 @@ def test_documents_lists_every_document_sorted(store: FileStore) -> None:
     assert not store.is_directory("/a.md")
 
 
-@pytest.mark.parametrize(
-    "path", ["/docs/../etc/passwd", "/../outside.md"], ids=["inner-dotdot", "leading-dotdot"]
-)
+@pytest.mark.parametrize("path", ["/docs/../etc/passwd", "/../outside.md"], ids=["inner-dotdot", "leading-dotdot"])
 def test_dotdot_paths_are_refused_as_not_found(store: FileStore, path: str) -> None:
     with pytest.raises(NotFoundError):
         store.read(path)
@@ -278,9 +274,7 @@ def test_dotdot_paths_are_refused_as_not_found(store: FileStore, path: str) -> N
         store.write(path, b"x", {})
 
 
-@pytest.mark.parametrize(
-    "path", ["/.hidden.md", "/docs/.git/config", "/versions/a.md.v1", "/docs/versions"]
-)
+@pytest.mark.parametrize("path", ["/.hidden.md", "/docs/.git/config", "/versions/a.md.v1", "/docs/versions"])
 def test_hidden_names_and_versions_segments_are_bad_requests(store: FileStore, path: str) -> None:
     with pytest.raises(BadRequestError):
         store.write(path, b"x", {})
@@ -293,9 +287,7 @@ def test_writing_to_a_directory_path_is_a_bad_request(store: FileStore) -> None:
             store.write(path, b"x", {})
 
 
-def test_a_file_symlink_planted_inside_the_root_is_refused(
-    store: FileStore, tmp_path: Path
-) -> None:
+def test_a_file_symlink_planted_inside_the_root_is_refused(store: FileStore, tmp_path: Path) -> None:
     secret = tmp_path / "secret.txt"
     secret.write_bytes(b"---\nversion: 1\narchived: false\n---\nsecret")
     (store.root / "evil.md").symlink_to(secret)
@@ -308,9 +300,7 @@ def test_a_file_symlink_planted_inside_the_root_is_refused(
     assert secret.read_bytes().endswith(b"secret")
 
 
-def test_a_directory_symlink_planted_inside_the_root_is_refused(
-    store: FileStore, tmp_path: Path
-) -> None:
+def test_a_directory_symlink_planted_inside_the_root_is_refused(store: FileStore, tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     FileStore(outside).write("/doc.md", b"outside", {})
     (store.root / "link").symlink_to(outside, target_is_directory=True)
@@ -359,9 +349,7 @@ def test_body_over_one_mib_is_refused(store: FileStore) -> None:
     assert store.current_version("/a.md") == 0
 
 
-@pytest.mark.parametrize(
-    "metadata", [{"Title": "x"}, {"a_b": "x"}, {"title": "a\nb"}, {"title": "a\x00b"}]
-)
+@pytest.mark.parametrize("metadata", [{"Title": "x"}, {"a_b": "x"}, {"title": "a\nb"}, {"title": "a\x00b"}])
 def test_malformed_metadata_is_refused(store: FileStore, metadata: dict[str, str]) -> None:
     with pytest.raises(BadRequestError):
         store.write("/a.md", b"x", metadata)
@@ -500,9 +488,7 @@ def test_sigkill_at_any_moment_leaves_a_valid_chain_and_no_partial_version(
 ) -> None:
     seen = 0
     for _round in range(5):
-        process = subprocess.Popen(
-            [sys.executable, "-c", _CHURN, str(tmp_path)], stdout=subprocess.PIPE, text=True
-        )
+        process = subprocess.Popen([sys.executable, "-c", _CHURN, str(tmp_path)], stdout=subprocess.PIPE, text=True)
         assert process.stdout is not None
         with selectors.DefaultSelector() as selector:
             selector.register(process.stdout, selectors.EVENT_READ)

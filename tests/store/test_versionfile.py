@@ -70,9 +70,7 @@ TRICKY_VALUES = [
 ]
 
 keys = st.from_regex(r"[a-z0-9-]+", fullmatch=True)
-single_line = st.text(
-    alphabet=st.characters(blacklist_categories=("Cs", "Cc")).filter(lambda c: c not in "\r\n")
-)
+single_line = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")).filter(lambda c: c not in "\r\n"))
 values = st.one_of(single_line, st.sampled_from(TRICKY_VALUES))
 bodies = st.one_of(
     st.binary(),
@@ -95,8 +93,7 @@ def chain(bodies: list[bytes]) -> list[bytes]:
 def test_v1_with_metadata_serializes_to_the_documented_layout() -> None:
     raw = build(1, b"# Hello\n", title="Hello", tags="a,b", **{"rel-supersedes": "/old.md"})
     assert raw == (
-        b"---\nversion: 1\narchived: false\n"
-        b"meta.rel-supersedes: /old.md\ntags: a,b\ntitle: Hello\n---\n# Hello\n"
+        b"---\nversion: 1\narchived: false\nmeta.rel-supersedes: /old.md\ntags: a,b\ntitle: Hello\n---\n# Hello\n"
     )
 
 
@@ -136,9 +133,7 @@ def test_tricky_values_read_back_identically_with_the_yaml_base_loader(value: st
     bodies=st.lists(bodies, min_size=2, max_size=5),
     data=st.data(),
 )
-def test_any_single_byte_change_to_an_old_version_breaks_the_chain(
-    bodies: list[bytes], data: st.DataObject
-) -> None:
+def test_any_single_byte_change_to_an_old_version_breaks_the_chain(bodies: list[bytes], data: st.DataObject) -> None:
     raws = chain(bodies)
     assert verify_chain(raws) is None
     victim = data.draw(st.integers(min_value=0, max_value=len(raws) - 2), label="victim")
@@ -202,9 +197,7 @@ DAMAGED = {
     "version zero": b"---\nversion: 0\narchived: false\n---\n",
     "version with leading zero": b"---\nversion: 01\narchived: false\n---\n",
     "archived not boolean": b"---\nversion: 1\narchived: maybe\n---\n",
-    "previous hash on v1": (
-        b"---\nversion: 1\narchived: false\nprevious-hash: sha256-" + b"0" * 64 + b"\n---\n"
-    ),
+    "previous hash on v1": (b"---\nversion: 1\narchived: false\nprevious-hash: sha256-" + b"0" * 64 + b"\n---\n"),
     "v2 without previous hash": b"---\nversion: 2\narchived: false\n---\n",
     "malformed previous hash": b"---\nversion: 2\narchived: false\nprevious-hash: sha256-XY\n---\n",
     "repeated key": b"---\nversion: 1\narchived: false\ntitle: a\ntitle: a\n---\n",

@@ -87,11 +87,7 @@ def split_sections(body: bytes) -> dict[str, tuple[int, int, int]]:
     result: dict[str, tuple[int, int, int]] = {}
     for n, (level, text, start) in enumerate(headings):
         end = next((s for lv, _, s in headings[n + 1 :] if lv <= level), len(body))
-        base = "".join(
-            "-" if c.isspace() else c
-            for c in text.lower()
-            if c.isalnum() or c in "_-" or c.isspace()
-        )
+        base = "".join("-" if c.isspace() else c for c in text.lower() if c.isalnum() or c in "_-" or c.isspace())
         anchor, k = base, 0
         while anchor in result:
             k += 1
@@ -234,21 +230,14 @@ def test_every_same_authority_relation_target_exists() -> None:
 
 def test_one_relation_points_to_another_authority() -> None:
     foreign = [(s, a, t) for s, a, t, _ in relations("related") if a != AUTHORITY]
-    assert foreign == [
-        ("/decisions/adr-0008-pier-framing.md", "mark://partner.world", "/specs/wire.md")
-    ]
+    assert foreign == [("/decisions/adr-0008-pier-framing.md", "mark://partner.world", "/specs/wire.md")]
 
 
 def test_a_supersession_chain_of_three_declared_in_both_directions() -> None:
     supersedes = {(s, t) for s, _, t, _ in relations("supersedes")}
     superseded_by = {(s, t) for s, _, t, _ in relations("superseded-by")}
     assert {(old, new) for new, old in supersedes} == superseded_by
-    chains = [
-        (a, b, c)
-        for c, b in supersedes
-        for b2, a in supersedes
-        if b2 == b
-    ]
+    chains = [(a, b, c) for c, b in supersedes for b2, a in supersedes if b2 == b]
     assert (
         "/decisions/adr-0003-sqlite-job-store.md",
         "/decisions/adr-0007-segment-log.md",
@@ -362,10 +351,7 @@ def test_rubric_matches_the_questions() -> None:
 
 def _evidence() -> list[tuple[str, dict[str, Any]]]:
     return [
-        (qid, item)
-        for qid, entry in world().rubric().items()
-        for items in entry["evidence"].values()
-        for item in items
+        (qid, item) for qid, entry in world().rubric().items() for items in entry["evidence"].values() for item in items
     ]
 
 

@@ -49,9 +49,7 @@ def write_world(
         lines = [_line("/a.md"), _line("/b/c.md", versions=["# C\n", "# C\n\nv2\n"])]
     corpus = raw_corpus
     if corpus is None:
-        corpus = b"".join(
-            (x if isinstance(x, bytes) else json.dumps(x).encode()) + b"\n" for x in lines
-        )
+        corpus = b"".join((x if isinstance(x, bytes) else json.dumps(x).encode()) + b"\n" for x in lines)
     if questions is None:
         questions = json.dumps(
             [
@@ -69,9 +67,7 @@ def write_world(
             {
                 "q1": {
                     "answer": {"a": "A"},
-                    "evidence": {
-                        "a": [{"path": "/a.md", "version": 1, "anchor": "a", "quote": "A"}]
-                    },
+                    "evidence": {"a": [{"path": "/a.md", "version": 1, "anchor": "a", "quote": "A"}]},
                     "abstain": False,
                 }
             }
@@ -296,9 +292,7 @@ def test_fingerprinted_file_with_bad_json_is_refused_when_read(tmp_path: Path, n
         ),
     ],
 )
-def test_questions_with_a_bad_shape_are_refused(
-    tmp_path: Path, questions: Any, fragment: str
-) -> None:
+def test_questions_with_a_bad_shape_are_refused(tmp_path: Path, questions: Any, fragment: str) -> None:
     root = write_world(tmp_path / "w", questions=json.dumps(questions).encode())
     with pytest.raises(ConfigError, match="questions.json") as info:
         open_world(root).questions()
@@ -357,9 +351,7 @@ BAD_LINES: list[tuple[Any, str]] = [
 
 
 @pytest.mark.parametrize(("line", "fragment"), BAD_LINES)
-def test_bad_line_is_refused_lazily_with_its_number(
-    tmp_path: Path, line: Any, fragment: str
-) -> None:
+def test_bad_line_is_refused_lazily_with_its_number(tmp_path: Path, line: Any, fragment: str) -> None:
     root = write_world(tmp_path / "w", [_line("/a.md"), line, _line("/z.md")])
     world = open_world(root)  # lines are validated while streaming, not on open
     stream = world.documents()
@@ -403,6 +395,4 @@ def test_demo_world_path_points_at_the_packaged_folder() -> None:
     path = demo_world_path()
     assert isinstance(path, Path)
     assert path.name == "demo"
-    assert sorted(p.name for p in path.iterdir() if p.suffix in (".json", ".jsonl")) == sorted(
-        FILES
-    )
+    assert sorted(p.name for p in path.iterdir() if p.suffix in (".json", ".jsonl")) == sorted(FILES)

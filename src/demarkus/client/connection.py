@@ -90,8 +90,13 @@ class MarkConnection(QuicConnectionProtocol):
     answers fail there and then, instead of after a silence timeout or the closing period.
     """
 
-    def __init__(self, quic: QuicConnection, stream_handler: QuicStreamHandler | None = None, *,
-                 receive_buffer: int | None = None) -> None:
+    def __init__(
+        self,
+        quic: QuicConnection,
+        stream_handler: QuicStreamHandler | None = None,
+        *,
+        receive_buffer: int | None = None,
+    ) -> None:
         super().__init__(quic, stream_handler)
         self._receive_buffer = receive_buffer
         self._answers: dict[int, _Answer] = {}
@@ -237,8 +242,9 @@ class MarkConnection(QuicConnectionProtocol):
             self.fail_all(f"the connection closed before the answer was complete ({reason})")
 
 
-async def open_connection(config: QuicConfiguration, family: int, addr: NetworkAddress, *,
-                          receive_buffer: int | None = None) -> MarkConnection:
+async def open_connection(
+    config: QuicConfiguration, family: int, addr: NetworkAddress, *, receive_buffer: int | None = None
+) -> MarkConnection:
     """A connection to one address with its handshake done (the caller bounds the wait).
 
     Raises:

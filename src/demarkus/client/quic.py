@@ -206,16 +206,12 @@ class Client(VerbMethods):
                         f"the host of {self.authority} could not be resolved ({host}: "
                         f"{exc.strerror}). Check the host name, then retry."
                     ) from exc
-                config = client_configuration(
-                    ca=self._ca, insecure=self._insecure, server_name=self.target.host
-                )
+                config = client_configuration(ca=self._ca, insecure=self._insecure, server_name=self.target.host)
                 unreachable: _Unreachable | None = None
                 for family, addr in dict.fromkeys((info[0], info[4]) for info in infos):
                     tried.append(f"{addr[0]} port {addr[1]}")
                     try:  # the next address only if this one refused at once
-                        self._protocol = await open_connection(
-                            config, family, addr, receive_buffer=self.receive_buffer
-                        )
+                        self._protocol = await open_connection(config, family, addr, receive_buffer=self.receive_buffer)
                         return self._protocol
                     except OSError as exc:
                         unreachable = _Unreachable(tried[-1], exc)
@@ -233,9 +229,8 @@ class Client(VerbMethods):
 
     def _rejection(self, exc: Rejected) -> str:
         if rejects_certificate(exc.error_code):
-            return (
-                f"{self.authority} presented a certificate this client does not trust ({exc}). "
-                + trust_advice(self._ca)
+            return f"{self.authority} presented a certificate this client does not trust ({exc}). " + trust_advice(
+                self._ca
             )
         return (
             f"the QUIC handshake with {self.authority} failed: {exc} (QUIC error "
@@ -322,10 +317,7 @@ class Client(VerbMethods):
                 f"{tried}). Check the host and port, start the authority if it is not running "
                 "(demarkus serve), then retry."
             )
-        return (
-            f"{self.authority} cannot be reached ({exc}, {tried}). Check the network and the "
-            "address, then retry."
-        )
+        return f"{self.authority} cannot be reached ({exc}, {tried}). Check the network and the address, then retry."
 
     async def _roundtrip(self, data: bytes) -> Response:
         protocol = await self._connection()

@@ -60,19 +60,26 @@ def _check(arms: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
         raise ValueError("a chart needs at least one report")
     identities = {(r["spec"]["world"], r["spec"]["fixture_hashes"].get("questions")) for _, r in arms}
     if len(identities) > 1:
-        raise ValueError("a chart shows arms of one world and question set; these reports differ: "
-                         + ", ".join(sorted(w for w, _ in identities)))
+        raise ValueError(
+            "a chart shows arms of one world and question set; these reports differ: "
+            + ", ".join(sorted(w for w, _ in identities))
+        )
 
 
-def _panel(ax: Axes, names: list[str], arms: Sequence[tuple[str, Mapping[str, Any]]],
-           values: list[list[float | None]], axis: str, metric: str) -> None:
+def _panel(
+    ax: Axes,
+    names: list[str],
+    arms: Sequence[tuple[str, Mapping[str, Any]]],
+    values: list[list[float | None]],
+    axis: str,
+    metric: str,
+) -> None:
     """Grouped bars on `ax`: one group per category name, one bar per arm, each bar labelled."""
     width = 0.8 / len(arms)
     for a, (arm, _) in enumerate(arms):
         column = [values[g][a] for g in range(len(names))]
         offsets = [g - 0.4 + width * (a + 0.5) for g in range(len(names))]
-        bars = ax.bar(offsets, [0.0 if v is None else v for v in column], width * 0.92,
-                      label=arm, color=f"C{a % 10}")
+        bars = ax.bar(offsets, [0.0 if v is None else v for v in column], width * 0.92, label=arm, color=f"C{a % 10}")
         ax.bar_label(bars, labels=[_format(v, metric) for v in column], padding=2, fontsize=7)
     known = [v for group in values for v in group if v is not None]
     ax.set_ylim(0, max(known, default=0) * _HEADROOM or 1)
@@ -99,8 +106,9 @@ def build_figure(arms: Sequence[tuple[str, Mapping[str, Any]]], title: str | Non
     def scope(report: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
         return report["summary"] if name == "overall" else report["categories"].get(name)
 
-    values = {metric: [[_value(scope(report, name), metric) for _, report in arms] for name in names]
-              for _, metric in PANELS}
+    values = {
+        metric: [[_value(scope(report, name), metric) for _, report in arms] for name in names] for _, metric in PANELS
+    }
     world = arms[0][1]["spec"]["world"]
     title = title or f"{world}: tokens per correct answer and turns, by category and arm"
     longest = max(len(_format(v, m)) for m in values for group in values[m] for v in group)

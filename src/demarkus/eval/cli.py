@@ -20,40 +20,81 @@ def eval_group() -> None:
 
 
 @eval_group.command(name="run")
-@click.option("--world", "world", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="A frozen world folder (manifest.json, corpus.jsonl, questions.json, rubric.json).")
+@click.option(
+    "--world",
+    "world",
+    required=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="A frozen world folder (manifest.json, corpus.jsonl, questions.json, rubric.json).",
+)
 @click.option("--output", required=True, type=click.Path(path_type=Path), help="A new directory for the report.")
 @click.option("--reader", type=click.Choice(["oracle", "openai"]), default="oracle", show_default=True)
-@click.option("--policy", default="graph-section-first-v1", show_default=True,
-              type=click.Choice(["graph-section-first-v1", "graph-budget-first-v1"]))
+@click.option(
+    "--policy",
+    default="graph-section-first-v1",
+    show_default=True,
+    type=click.Choice(["graph-section-first-v1", "graph-budget-first-v1"]),
+)
 @click.option("--steps", default=8, show_default=True, help="Model turns per attempt (the last one answers).")
 @click.option("--timeout", default=180.0, show_default=True, help="Seconds per attempt.")
 @click.option("--repeats", default=1, show_default=True)
 @click.option("--case", default=None, help="Only this question id (smoke run).")
-@click.option("--mcp-bin", default=None, help="The `demarkus` executable whose `mcp` command serves the tools "
-              "(default: this installation), e.g. the v0.1.0 baseline venv's bin/demarkus.")
+@click.option(
+    "--mcp-bin",
+    default=None,
+    help="The `demarkus` executable whose `mcp` command serves the tools "
+    "(default: this installation), e.g. the v0.1.0 baseline venv's bin/demarkus.",
+)
 @click.option("--model", default=None, help="Model name (openai reader).")
 @click.option("--base-url", default=None, help="OpenAI-compatible API base, e.g. https://api.openai.com/v1.")
 @click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True)
 @click.option("--max-output-tokens", default=4096, show_default=True)
 @click.option("--approve", is_flag=True, help="Allow a paid reader to spend.")
-def run_command(world: Path, output: Path, reader: str, policy: str, steps: int, timeout: float, repeats: int,
-                case: str | None, mcp_bin: str | None, model: str | None, base_url: str | None, api_key_env: str,
-                max_output_tokens: int, approve: bool) -> None:
+def run_command(
+    world: Path,
+    output: Path,
+    reader: str,
+    policy: str,
+    steps: int,
+    timeout: float,
+    repeats: int,
+    case: str | None,
+    mcp_bin: str | None,
+    model: str | None,
+    base_url: str | None,
+    api_key_env: str,
+    max_output_tokens: int,
+    approve: bool,
+) -> None:
     """Run every question of WORLD through a real QUIC authority and `demarkus mcp`."""
     from .runner import RunConfig, RunRefused, run_eval
 
-    config = RunConfig(world=world, output=output, reader=reader, policy=policy, steps=steps, timeout=timeout,
-                       repeats=repeats, case=case, mcp_bin=mcp_bin, model=model or "oracle", base_url=base_url,
-                       api_key_env=api_key_env, max_output_tokens=max_output_tokens, approve=approve,
-                       echo=click.echo)
+    config = RunConfig(
+        world=world,
+        output=output,
+        reader=reader,
+        policy=policy,
+        steps=steps,
+        timeout=timeout,
+        repeats=repeats,
+        case=case,
+        mcp_bin=mcp_bin,
+        model=model or "oracle",
+        base_url=base_url,
+        api_key_env=api_key_env,
+        max_output_tokens=max_output_tokens,
+        approve=approve,
+        echo=click.echo,
+    )
     try:
         report = asyncio.run(run_eval(config))
     except RunRefused as exc:
         raise click.ClickException(str(exc)) from exc
     s = report["summary"]
-    click.echo(f"{s['correct']}/{s['attempts']} correct; tokens per correct {s['tokens_per_correct_answer']}; "
-               f"report in {output}/report.json")
+    click.echo(
+        f"{s['correct']}/{s['attempts']} correct; tokens per correct {s['tokens_per_correct_answer']}; "
+        f"report in {output}/report.json"
+    )
 
 
 def _run_rule(rule, before: Path, after: Path, as_json: bool) -> None:  # type: ignore[no-untyped-def]
@@ -98,14 +139,23 @@ _file = click.Path(dir_okay=False, path_type=Path)
 @eval_group.command(name="rescore")
 @click.argument("original", type=_file)
 @click.argument("new", type=_file)
-@click.option("--world", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="The frozen world the run used (default: the packaged demo world, if the report names it).")
+@click.option(
+    "--world",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="The frozen world the run used (default: the packaged demo world, if the report names it).",
+)
 @click.option("--corpus", type=_file, default=None, help="The corpus.jsonl the run used (its sha256 must match).")
 @click.option("--questions", type=_file, default=None, help="The questions.json the run used (its sha256 must match).")
-@click.option("--rubric", type=_file, default=None,
-              help="The rubric to grade with, e.g. a corrected one; it becomes the report's rubric fingerprint.")
-def rescore_command(original: Path, new: Path, world: Path | None, corpus: Path | None, questions: Path | None,
-                    rubric: Path | None) -> None:
+@click.option(
+    "--rubric",
+    type=_file,
+    default=None,
+    help="The rubric to grade with, e.g. a corrected one; it becomes the report's rubric fingerprint.",
+)
+def rescore_command(
+    original: Path, new: Path, world: Path | None, corpus: Path | None, questions: Path | None, rubric: Path | None
+) -> None:
     """Grade ORIGINAL's traces again with this scorer into the new report NEW (no reader runs)."""
     from .rescore import rescore
 
@@ -114,8 +164,10 @@ def rescore_command(original: Path, new: Path, world: Path | None, corpus: Path 
     except (ValueError, ConfigError) as exc:
         raise click.ClickException(f"refused: {exc}") from exc
     s = report["summary"]
-    click.echo(f"{s['correct']}/{s['attempts']} correct after rescoring; tokens per correct "
-               f"{s['tokens_per_correct_answer']}; report in {new} (rescored from {report['rescored_from_sha256']})")
+    click.echo(
+        f"{s['correct']}/{s['attempts']} correct after rescoring; tokens per correct "
+        f"{s['tokens_per_correct_answer']}; report in {new} (rescored from {report['rescored_from_sha256']})"
+    )
 
 
 @eval_group.command(name="export-metrics")
@@ -129,8 +181,10 @@ def export_metrics_command(private: Path, new: Path) -> None:
         report = export(private, new)
     except (ValueError, ConfigError) as exc:
         raise click.ClickException(f"refused: {exc}") from exc
-    click.echo(f"metrics-only report in {new} ({report['summary']['attempts']} attempts, "
-               f"source {report['source_report_sha256']})")
+    click.echo(
+        f"metrics-only report in {new} ({report['summary']['attempts']} attempts, "
+        f"source {report['source_report_sha256']})"
+    )
 
 
 @eval_group.command(name="chart")

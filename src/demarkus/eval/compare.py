@@ -90,7 +90,9 @@ def compare_policies(before: Mapping[str, Any], after: Mapping[str, Any]) -> dic
             raise Refused(f"{name}: prompt hash is not the hash of policy {policy.name}'s prompt")
     differ = _diff_keys(before["implementation_hashes"], after["implementation_hashes"])
     if differ:
-        raise Refused("every implementation hash must be equal for a policy ablation; these differ: " + ", ".join(differ))
+        raise Refused(
+            "every implementation hash must be equal for a policy ablation; these differ: " + ", ".join(differ)
+        )
     blank = {"reader_policy": "", "reader_prompt_hash": ""}
     sb, sa = {**before["spec"], **blank}, {**after["spec"], **blank}
     if sb != sa:
@@ -136,8 +138,11 @@ def _comparison(kind: str, before: Mapping[str, Any], after: Mapping[str, Any]) 
     for name in sorted(set(before["categories"]) | set(after["categories"])):
         b, a = before["categories"].get(name), after["categories"].get(name)
         cats[name] = {
-            "before": b, "after": a,
-            "tokens_per_correct_change_percent": _change(b and b["tokens_per_correct_answer"], a and a["tokens_per_correct_answer"]),
+            "before": b,
+            "after": a,
+            "tokens_per_correct_change_percent": _change(
+                b and b["tokens_per_correct_answer"], a and a["tokens_per_correct_answer"]
+            ),
         }
     regressed_categories = sorted(
         n for n, c in cats.items() if c["before"] and c["after"] and c["after"]["correct"] < c["before"]["correct"]
@@ -145,12 +150,15 @@ def _comparison(kind: str, before: Mapping[str, Any], after: Mapping[str, Any]) 
     change = _change(before["summary"]["tokens_per_correct_answer"], after["summary"]["tokens_per_correct_answer"])
     result: dict[str, Any] = {
         "kind": kind,
-        "before": before["summary"], "after": after["summary"],
+        "before": before["summary"],
+        "after": after["summary"],
         "tokens_per_correct_change_percent": change,
         "categories": cats,
         "regressed_tasks": regressed_tasks,
         "regressed_categories": regressed_categories,
-        "improved_point_estimate": change is not None and change < 0 and not regressed_tasks
+        "improved_point_estimate": change is not None
+        and change < 0
+        and not regressed_tasks
         and after["summary"]["correct"] >= before["summary"]["correct"],
         "note": NOTE,
     }
@@ -165,9 +173,14 @@ def verdict(result: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, An
     reasons: list[str] = []
     cats = result["categories"]
     direct = cats.get("direct")
-    if direct and direct["before"] and direct["after"] and (
-        direct["after"]["correct"] < direct["before"]["correct"]
-        or any(_category_of(after, t) == "direct" for t in result["regressed_tasks"])
+    if (
+        direct
+        and direct["before"]
+        and direct["after"]
+        and (
+            direct["after"]["correct"] < direct["before"]["correct"]
+            or any(_category_of(after, t) == "direct" for t in result["regressed_tasks"])
+        )
     ):
         reasons.append("direct answers regressed")
     multi = [n for n in MULTI_DOCUMENT if n in cats and cats[n]["before"] and cats[n]["after"]]
@@ -215,7 +228,9 @@ def render(result: Mapping[str, Any]) -> str:
         "| Scope | Correct b→a | Tokens/correct b→a | Δ % | Turns b→a | Calls b→a | Result tokens b→a | Explore a | Relation expansions a |",
         "|---|---|---|---:|---|---|---|---:|---:|",
     ]
-    rows = [(n, c["before"], c["after"], c["tokens_per_correct_change_percent"]) for n, c in result["categories"].items()]
+    rows = [
+        (n, c["before"], c["after"], c["tokens_per_correct_change_percent"]) for n, c in result["categories"].items()
+    ]
     rows.append(("overall", b, a, result["tokens_per_correct_change_percent"]))
     for name, sb, sa in ((r[0], r[1], r[2]) for r in rows):
         change = next(r[3] for r in rows if r[0] == name)
@@ -236,7 +251,8 @@ def render(result: Mapping[str, Any]) -> str:
         f"regressed categories: {', '.join(result['regressed_categories']) or 'none'}",
         f"feature exercised (after arm, multi-document categories): {'yes' if v['feature_exercised'] else 'no'} "
         f"({v['after_mark_explore_calls']} mark_explore calls, {v['after_relation_expansions']} relation expansions)",
-        f"verdict: {'ACCEPTED' if v['accepted'] else 'NOT ACCEPTED'}" + ("" if v["accepted"] else ": " + "; ".join(v["reasons"])),
+        f"verdict: {'ACCEPTED' if v['accepted'] else 'NOT ACCEPTED'}"
+        + ("" if v["accepted"] else ": " + "; ".join(v["reasons"])),
         "",
         result["note"],
     ]

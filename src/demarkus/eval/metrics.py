@@ -25,8 +25,17 @@ from .report import (
 SCORING_NOTE = "scoring details retained in private trace"
 RUN_NOTE = "run failed; details retained in private trace"
 
-_ATTEMPT_KEYS = ("task", "category", "repeat", "latency_phase", "elapsed_ms", "protocol_requests",
-                 "tool_result_tokens", "relation_expansions", "tool_calls_by_tool")
+_ATTEMPT_KEYS = (
+    "task",
+    "category",
+    "repeat",
+    "latency_phase",
+    "elapsed_ms",
+    "protocol_requests",
+    "tool_result_tokens",
+    "relation_expansions",
+    "tool_calls_by_tool",
+)
 _TRACE_KEYS = ("usage", "usage_total", "usage_complete", "usage_lower_bound", "turns")
 _SCORE_FLAGS = ("correct", "answer_correct", "citations_valid", "evidence_sufficient")
 
@@ -55,11 +64,17 @@ def export_metrics(report: Mapping[str, Any], raw: bytes) -> dict[str, Any]:
     if report.get("metrics_only"):
         raise ValueError("the report is already metrics-only; export from the private original")
     attempts = [strip_attempt(a) for a in report["attempts"]]
-    out = build_report(report["spec"], report["implementation_hashes"], attempts, report.get("lifecycle", {}),
-                       generated=report["generated"])
+    out = build_report(
+        report["spec"],
+        report["implementation_hashes"],
+        attempts,
+        report.get("lifecycle", {}),
+        generated=report["generated"],
+    )
     out.update({key: report[key] for key in RESCORE_FIELDS if key in report})
-    out.update(metrics_only=True, source_report_sha256=digest(raw),
-               tool_result_tokens=out["summary"]["tool_result_tokens"])
+    out.update(
+        metrics_only=True, source_report_sha256=digest(raw), tool_result_tokens=out["summary"]["tool_result_tokens"]
+    )
     validate_report(out, "metrics-only export")
     return out
 

@@ -22,8 +22,16 @@ from .policies import Policy, task_text
 class OpenAIReader:
     kind = "openai"
 
-    def __init__(self, base_url: str, model: str, api_key: str, *, max_output_tokens: int = 4096,
-                 transport: httpx.AsyncBaseTransport | None = None, request_timeout: float = 120.0) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str,
+        *,
+        max_output_tokens: int = 4096,
+        transport: httpx.AsyncBaseTransport | None = None,
+        request_timeout: float = 120.0,
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.api_key = api_key
@@ -46,8 +54,14 @@ class OpenAIReader:
 
     async def attempt(self, question: Mapping[str, Any], session: Any, policy: Policy, steps: int) -> dict[str, Any]:
         tools = [
-            {"type": "function", "function": {"name": t["name"], "description": t.get("description") or "",
-                                              "parameters": t.get("inputSchema") or {"type": "object"}}}
+            {
+                "type": "function",
+                "function": {
+                    "name": t["name"],
+                    "description": t.get("description") or "",
+                    "parameters": t.get("inputSchema") or {"type": "object"},
+                },
+            }
             for t in session.tools
         ]
         messages: list[dict[str, Any]] = [
@@ -60,8 +74,12 @@ class OpenAIReader:
         headers = {"Authorization": f"Bearer {self.api_key}"}
         async with httpx.AsyncClient(transport=self.transport, timeout=self.request_timeout) as http:
             while turns < steps:
-                body: dict[str, Any] = {"model": self.model, "messages": messages, "tools": tools,
-                                        "max_completion_tokens": self.max_output_tokens}
+                body: dict[str, Any] = {
+                    "model": self.model,
+                    "messages": messages,
+                    "tools": tools,
+                    "max_completion_tokens": self.max_output_tokens,
+                }
                 if turns == steps - 1:
                     body["tool_choice"] = "none"
                 response = await http.post(f"{self.base_url}/chat/completions", json=body, headers=headers)
@@ -79,7 +97,9 @@ class OpenAIReader:
                     usage["input"] += int(counted.get("prompt_tokens", 0))
                     usage["output"] += int(counted.get("completion_tokens", 0)) - reasoning
                     usage["reasoning"] += reasoning
-                    usage["cache"]["read"] += int((counted.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+                    usage["cache"]["read"] += int(
+                        (counted.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+                    )
                 message = data["choices"][0]["message"]
                 calls = message.get("tool_calls") or []
                 if not calls:

@@ -172,7 +172,9 @@ class OracleReader:
             elif missing and turns < steps - 1:
                 choice = self._next(missing, leads, made, explored)
             if choice is None:
-                final = self._final(entry) if not missing else json.dumps({"answer": {}, "citations": [], "abstain": True})
+                final = (
+                    self._final(entry) if not missing else json.dumps({"answer": {}, "citations": [], "abstain": True})
+                )
                 usage["input"] += fixed + history
                 usage["output"] += count_tokens(final)
                 turns += 1

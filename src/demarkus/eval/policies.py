@@ -58,12 +58,8 @@ def sha256_text(text: str) -> str:
 
 
 POLICIES: dict[str, Policy] = {
-    "graph-section-first-v1": Policy(
-        "graph-section-first-v1", SECTION_FIRST_PROMPT + "\n\n" + ANSWER_CONTRACT, 3, 0
-    ),
-    "graph-budget-first-v1": Policy(
-        "graph-budget-first-v1", BUDGET_FIRST_PROMPT + "\n\n" + ANSWER_CONTRACT, 3, 1500
-    ),
+    "graph-section-first-v1": Policy("graph-section-first-v1", SECTION_FIRST_PROMPT + "\n\n" + ANSWER_CONTRACT, 3, 0),
+    "graph-budget-first-v1": Policy("graph-budget-first-v1", BUDGET_FIRST_PROMPT + "\n\n" + ANSWER_CONTRACT, 3, 1500),
 }
 
 

@@ -28,10 +28,20 @@ def summarize(attempts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     usage = {"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}}
     by_tool: dict[str, int] = {}
     summary: dict[str, Any] = {
-        "attempts": len(attempts), "correct": 0, "known_total_tokens": 0, "usage_complete": True,
-        "usage_lower_bound": False, "model_turns": 0, "tool_calls": 0, "protocol_requests": 0,
-        "tool_result_tokens": 0, "relation_expansions": 0, "failures": 0,
-        "answer_correct": 0, "citations_valid": 0, "evidence_sufficient": 0,
+        "attempts": len(attempts),
+        "correct": 0,
+        "known_total_tokens": 0,
+        "usage_complete": True,
+        "usage_lower_bound": False,
+        "model_turns": 0,
+        "tool_calls": 0,
+        "protocol_requests": 0,
+        "tool_result_tokens": 0,
+        "relation_expansions": 0,
+        "failures": 0,
+        "answer_correct": 0,
+        "citations_valid": 0,
+        "evidence_sufficient": 0,
     }
     cold: list[float] = []
     warm: list[float] = []
@@ -61,7 +71,8 @@ def summarize(attempts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     summary["tool_calls_by_tool"] = dict(sorted(by_tool.items()))
     summary["tokens_per_correct_answer"] = (
         round(summary["known_total_tokens"] / summary["correct"], 2)
-        if summary["correct"] and summary["usage_complete"] else None
+        if summary["correct"] and summary["usage_complete"]
+        else None
     )
     summary["result_tokens_per_correct_answer"] = (
         round(summary["tool_result_tokens"] / summary["correct"], 2) if summary["correct"] else None
@@ -74,8 +85,12 @@ def summarize(attempts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 def _latency(samples: list[float]) -> dict[str, Any]:
     if not samples:
         return {"samples": 0, "mean_ms": None, "min_ms": None, "max_ms": None}
-    return {"samples": len(samples), "mean_ms": round(sum(samples) / len(samples), 1),
-            "min_ms": round(min(samples), 1), "max_ms": round(max(samples), 1)}
+    return {
+        "samples": len(samples),
+        "mean_ms": round(sum(samples) / len(samples), 1),
+        "min_ms": round(min(samples), 1),
+        "max_ms": round(max(samples), 1),
+    }
 
 
 def categories(attempts: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -83,8 +98,14 @@ def categories(attempts: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any
     return {name: summarize([a for a in attempts if a["category"] == name]) for name in names}
 
 
-def build_report(spec: Mapping[str, Any], hashes: Mapping[str, str], attempts: Sequence[Mapping[str, Any]],
-                 lifecycle: Mapping[str, Any], *, generated: str) -> dict[str, Any]:
+def build_report(
+    spec: Mapping[str, Any],
+    hashes: Mapping[str, str],
+    attempts: Sequence[Mapping[str, Any]],
+    lifecycle: Mapping[str, Any],
+    *,
+    generated: str,
+) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "spec": dict(spec),
@@ -134,12 +155,22 @@ def is_rescored(report: Mapping[str, Any]) -> bool:
 
 def validate_report(report: Mapping[str, Any], name: str = "report") -> None:
     if not isinstance(report, dict) or "format" not in report:
-        raise ValueError(f"{name}: not a report: a {FORMAT} report is a JSON object with \"format\": \"{FORMAT}\"")
+        raise ValueError(f'{name}: not a report: a {FORMAT} report is a JSON object with "format": "{FORMAT}"')
     if report["format"] != FORMAT:
         raise ValueError(f"{name}: report format {report['format']!r} is not supported; this version reads {FORMAT}")
     spec = report.get("spec") or {}
-    for key in ("world", "fixture_hashes", "reader", "reader_policy", "reader_prompt_hash", "scoring_version",
-                "steps", "timeout", "repeats", "expected_attempts"):
+    for key in (
+        "world",
+        "fixture_hashes",
+        "reader",
+        "reader_policy",
+        "reader_prompt_hash",
+        "scoring_version",
+        "steps",
+        "timeout",
+        "repeats",
+        "expected_attempts",
+    ):
         if key not in spec:
             raise ValueError(f"{name}: spec lacks {key}")
     hashes = report.get("implementation_hashes") or {}
@@ -153,7 +184,9 @@ def validate_report(report: Mapping[str, Any], name: str = "report") -> None:
         raise ValueError(f"{name}: a task/repeat appears twice")
     if len(attempts) > spec["expected_attempts"]:
         raise ValueError(f"{name}: more attempts than scheduled")
-    if report.get("summary") != _jsonish(summarize(attempts)) or report.get("categories") != _jsonish(categories(attempts)):
+    if report.get("summary") != _jsonish(summarize(attempts)) or report.get("categories") != _jsonish(
+        categories(attempts)
+    ):
         raise ValueError(f"{name}: summaries do not match the attempts")
 
 
@@ -168,10 +201,16 @@ def _validate_derivation(report: Mapping[str, Any], name: str) -> None:
                 raise ValueError(f"{name}: {key} is not a sha256- digest")
     if "metrics_only" in report or "source_report_sha256" in report:
         tokens = report.get("tool_result_tokens")
-        if report.get("metrics_only") is not True or not _DIGEST.fullmatch(str(report.get("source_report_sha256"))) \
-                or isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
-            raise ValueError(f"{name}: a metrics-only report needs metrics_only, source_report_sha256 and "
-                             "tool_result_tokens")
+        if (
+            report.get("metrics_only") is not True
+            or not _DIGEST.fullmatch(str(report.get("source_report_sha256")))
+            or isinstance(tokens, bool)
+            or not isinstance(tokens, int)
+            or tokens < 0
+        ):
+            raise ValueError(
+                f"{name}: a metrics-only report needs metrics_only, source_report_sha256 and tool_result_tokens"
+            )
 
 
 def write_new_report(report: Mapping[str, Any], path: Path) -> None:
@@ -231,8 +270,11 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             f"{s['tool_calls']} | {_fmt(s['tool_result_tokens'])} | {s['relation_expansions']} | "
             f"{s['tool_calls_by_tool'].get('mark_explore', 0)} |"
         )
-    lines += ["", "| Task | Repeat | Category | Correct | Turns | Calls | Tokens | Result tokens | Reasons |",
-              "|---|---:|---|---|---:|---:|---:|---:|---|"]
+    lines += [
+        "",
+        "| Task | Repeat | Category | Correct | Turns | Calls | Tokens | Result tokens | Reasons |",
+        "|---|---:|---|---|---:|---:|---:|---:|---|",
+    ]
     for a in report["attempts"]:
         reasons = "; ".join(a["score"].get("reasons") or []) or (a.get("error") or "")
         lines.append(
@@ -240,6 +282,11 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             f"{a['trace']['turns']} | {len(a['trace']['calls'])} | {_fmt(a['trace']['usage_total'])} | "
             f"{_fmt(a['tool_result_tokens'])} | {reasons.replace('|', '/')} |"
         )
-    lines += ["", ("chart.png: tokens per correct answer and turns per attempt by category (`n/a` = no correct "
-                   "answer); `demarkus eval chart` draws several arms side by side.")]
+    lines += [
+        "",
+        (
+            "chart.png: tokens per correct answer and turns per attempt by category (`n/a` = no correct "
+            "answer); `demarkus eval chart` draws several arms side by side."
+        ),
+    ]
     return "\n".join(lines) + "\n"

@@ -44,8 +44,9 @@ def scorer_hash() -> str:
     return package_hash(package_dir(), SCORER_PARTS)
 
 
-def grading_files(report: Mapping[str, Any], world: Path | None, corpus: Path | None, questions: Path | None,
-                  rubric: Path | None) -> tuple[Path, Path, Path]:
+def grading_files(
+    report: Mapping[str, Any], world: Path | None, corpus: Path | None, questions: Path | None, rubric: Path | None
+) -> tuple[Path, Path, Path]:
     """Corpus, questions and rubric paths: explicit files win, then `world`'s, then the
     packaged demo world's when the report was run on it.
 
@@ -57,8 +58,10 @@ def grading_files(report: Mapping[str, Any], world: Path | None, corpus: Path | 
             return corpus, questions, rubric
         world = demo_world_path()
         if open_world(world).id != report["spec"]["world"]:
-            raise ValueError(f"the report was run on world {report['spec']['world']!r}: pass --world DIR "
-                             "(or --corpus, --questions and --rubric)")
+            raise ValueError(
+                f"the report was run on world {report['spec']['world']!r}: pass --world DIR "
+                "(or --corpus, --questions and --rubric)"
+            )
     return corpus or world / CORPUS, questions or world / QUESTIONS, rubric or world / RUBRIC
 
 
@@ -73,8 +76,10 @@ def load_grading(report: Mapping[str, Any], corpus: Path, questions: Path, rubri
     for kind, path in (("corpus", corpus), ("questions", questions)):
         actual = file_sha256(path)
         if actual != hashes.get(kind):
-            raise ValueError(f"{path} is {actual}, but the report was run on {kind} {hashes.get(kind)}; rescoring "
-                             f"needs the original {kind} (changed {kind} needs a new run)")
+            raise ValueError(
+                f"{path} is {actual}, but the report was run on {kind} {hashes.get(kind)}; rescoring "
+                f"needs the original {kind} (changed {kind} needs a new run)"
+            )
     documents: dict[str, list[str]] = {}
     for line in corpus.read_text(encoding="utf-8").splitlines():
         if line.strip():
@@ -94,8 +99,9 @@ def load_grading(report: Mapping[str, Any], corpus: Path, questions: Path, rubri
     return Grading(Corpus(documents), by_id, entries, file_sha256(rubric))
 
 
-def rescore_report(report: Mapping[str, Any], raw: bytes, grading: Grading, *, scorer: str,
-                   rescored_at: str) -> dict[str, Any]:
+def rescore_report(
+    report: Mapping[str, Any], raw: bytes, grading: Grading, *, scorer: str, rescored_at: str
+) -> dict[str, Any]:
     """A new report: the same attempts graded again, summaries recomputed, provenance added.
 
     Raises:
@@ -106,20 +112,33 @@ def rescore_report(report: Mapping[str, Any], raw: bytes, grading: Grading, *, s
     for attempt in report["attempts"]:
         graded = copy.deepcopy(attempt)
         trace = graded["trace"]
-        graded["score"] = score_attempt(grading.questions[attempt["task"]], grading.rubric[attempt["task"]],
-                                        trace["calls"], trace.get("final"), grading.corpus)
+        graded["score"] = score_attempt(
+            grading.questions[attempt["task"]],
+            grading.rubric[attempt["task"]],
+            trace["calls"],
+            trace.get("final"),
+            grading.corpus,
+        )
         attempts.append(graded)
     spec = dict(report["spec"])
     spec["fixture_hashes"] = {**spec["fixture_hashes"], "rubric": grading.rubric_sha256}
     spec["scoring_version"] = SCORING_VERSION
-    out = build_report(spec, report["implementation_hashes"], attempts, report.get("lifecycle", {}),
-                       generated=report["generated"])
+    out = build_report(
+        spec, report["implementation_hashes"], attempts, report.get("lifecycle", {}), generated=report["generated"]
+    )
     out.update(rescored_from_sha256=digest(raw), rescored_at=rescored_at, scorer_implementation_sha256=scorer)
     return out
 
 
-def rescore(original: Path, new: Path, *, world: Path | None = None, corpus: Path | None = None,
-            questions: Path | None = None, rubric: Path | None = None) -> dict[str, Any]:
+def rescore(
+    original: Path,
+    new: Path,
+    *,
+    world: Path | None = None,
+    corpus: Path | None = None,
+    questions: Path | None = None,
+    rubric: Path | None = None,
+) -> dict[str, Any]:
     """Rescore report ORIGINAL into the new file NEW and return the new report.
 
     Raises:
@@ -131,8 +150,9 @@ def rescore(original: Path, new: Path, *, world: Path | None = None, corpus: Pat
     raw, report = read_report(original)
     _require_traces(report, str(original))
     grading = load_grading(report, *grading_files(report, world, corpus, questions, rubric))
-    out = rescore_report(report, raw, grading, scorer=scorer_hash(),
-                         rescored_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    out = rescore_report(
+        report, raw, grading, scorer=scorer_hash(), rescored_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    )
     write_new_report(out, new)
     return out
 

@@ -41,12 +41,45 @@ SUITE = "world-answer-v1"
 TOOL_PROFILE = "read-only-v1"
 READ_TOOLS = ("mark_backlinks", "mark_explore", "mark_fetch", "mark_list", "mark_lookup", "mark_versions")
 
-SERVER_PARTS = ("server", "service.py", "store", "index", "protocol.py", "catalog.py", "auth.py", "errors.py",
-                "markdown", "tls.py", "worlds", "backend.py")
-MCP_PARTS = ("mcp", "expand", "client", "graph", "markdown", "protocol.py", "render.py", "tokens.py",
-             "backend.py", "errors.py", "tls.py", "cli.py", "logs.py", "__main__.py", "index/query.py")
-RUNNER_PARTS = ("eval/__init__.py", "eval/runner.py", "eval/policies.py", "eval/scoring.py", "eval/report.py",
-                "eval/cli.py")
+SERVER_PARTS = (
+    "server",
+    "service.py",
+    "store",
+    "index",
+    "protocol.py",
+    "catalog.py",
+    "auth.py",
+    "errors.py",
+    "markdown",
+    "tls.py",
+    "worlds",
+    "backend.py",
+)
+MCP_PARTS = (
+    "mcp",
+    "expand",
+    "client",
+    "graph",
+    "markdown",
+    "protocol.py",
+    "render.py",
+    "tokens.py",
+    "backend.py",
+    "errors.py",
+    "tls.py",
+    "cli.py",
+    "logs.py",
+    "__main__.py",
+    "index/query.py",
+)
+RUNNER_PARTS = (
+    "eval/__init__.py",
+    "eval/runner.py",
+    "eval/policies.py",
+    "eval/scoring.py",
+    "eval/report.py",
+    "eval/cli.py",
+)
 READER_PARTS = {"oracle": ("eval/oracle.py",), "openai": ("eval/openai_reader.py",)}
 
 
@@ -82,8 +115,13 @@ def mcp_package_dir(mcp_bin: str | None) -> Path:
     python = Path(mcp_bin).parent / "python"
     if not python.exists():
         raise RunRefused(f"--mcp-bin {mcp_bin}: no python beside it ({python}); pass a venv's bin/demarkus")
-    out = subprocess.run([str(python), "-c", "import demarkus, os; print(os.path.dirname(os.path.realpath(demarkus.__file__)))"],
-                         capture_output=True, text=True, timeout=60, check=True)
+    out = subprocess.run(
+        [str(python), "-c", "import demarkus, os; print(os.path.dirname(os.path.realpath(demarkus.__file__)))"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     return Path(out.stdout.strip())
 
 
@@ -206,7 +244,11 @@ async def run_eval(config: RunConfig) -> dict[str, Any]:
         "authority": world.authority,
         "documents": world.documents_count,
         "versions": world.versions_count,
-        "fixture_hashes": {"corpus": world.corpus_sha256, "questions": world.questions_sha256, "rubric": world.rubric_sha256},
+        "fixture_hashes": {
+            "corpus": world.corpus_sha256,
+            "questions": world.questions_sha256,
+            "rubric": world.rubric_sha256,
+        },
         "reader": config.reader,
         "model": reader.model,
         "steps": config.steps,
@@ -242,7 +284,9 @@ async def run_eval(config: RunConfig) -> dict[str, Any]:
                 lifecycle["endpoint"] = f"127.0.0.1:{server.port}"
 
                 async def one(question: Mapping[str, Any], repeat: int, the_reader: Any) -> dict[str, Any]:
-                    return await _attempt(question, repeat, the_reader, policy, config, url, cert, tmp, counter, corpus, rubric, lifecycle)
+                    return await _attempt(
+                        question, repeat, the_reader, policy, config, url, cert, tmp, counter, corpus, rubric, lifecycle
+                    )
 
                 if config.reader != "oracle":
                     await _plan_paid_run(config, questions, corpus, rubric, one)
@@ -256,8 +300,7 @@ async def run_eval(config: RunConfig) -> dict[str, Any]:
             access.setLevel(old_level)
             service.close()
     lifecycle["cleanup_verified"] = not tmp.exists()
-    report = build_report(spec, hashes, attempts, lifecycle,
-                          generated=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    report = build_report(spec, hashes, attempts, lifecycle, generated=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
     write_outputs(report, config.output)
     return report
 
@@ -266,14 +309,21 @@ def progress_line(attempt: Mapping[str, Any], done: int, total: int, width: int 
     """One line per finished attempt, led by a bar of the run so far: `[#####...] 4/16 q04 r1 ...`."""
     filled = width * done // max(total, 1)
     mark = "correct" if attempt["score"]["correct"] else "wrong"
-    return (f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} "
-            f"{attempt['task']} r{attempt['repeat']} {attempt['category']}: {mark}, "
-            f"{attempt['trace']['turns']} turns, {len(attempt['trace']['calls'])} calls, "
-            f"{attempt['trace']['usage_total']} tokens")
+    return (
+        f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} "
+        f"{attempt['task']} r{attempt['repeat']} {attempt['category']}: {mark}, "
+        f"{attempt['trace']['turns']} turns, {len(attempt['trace']['calls'])} calls, "
+        f"{attempt['trace']['usage_total']} tokens"
+    )
 
 
-async def _plan_paid_run(config: RunConfig, questions: list[dict[str, Any]], corpus: Corpus,
-                         rubric: Mapping[str, Any], one: Callable[..., Any]) -> None:
+async def _plan_paid_run(
+    config: RunConfig,
+    questions: list[dict[str, Any]],
+    corpus: Corpus,
+    rubric: Mapping[str, Any],
+    one: Callable[..., Any],
+) -> None:
     """Print the planned attempts and the oracle's (lower-bound) spend; refuse without --approve."""
     from .oracle import OracleReader
 
@@ -283,16 +333,31 @@ async def _plan_paid_run(config: RunConfig, questions: list[dict[str, Any]], cor
         attempt = await one(question, 1, oracle)
         estimate += attempt["trace"]["usage_total"]
     planned = len(questions) * config.repeats
-    config.echo(f"planned: {planned} attempts ({len(questions)} questions x {config.repeats} repeats), "
-                f"reader {config.reader} model {config.model}, policy {config.policy}, {config.steps} steps")
-    config.echo(f"oracle-estimated spend: >= {estimate * config.repeats} tokens (a lower bound; real readers spend more)")
+    config.echo(
+        f"planned: {planned} attempts ({len(questions)} questions x {config.repeats} repeats), "
+        f"reader {config.reader} model {config.model}, policy {config.policy}, {config.steps} steps"
+    )
+    config.echo(
+        f"oracle-estimated spend: >= {estimate * config.repeats} tokens (a lower bound; real readers spend more)"
+    )
     if not config.approve:
         raise RunRefused("a paid reader needs --approve; nothing was sent to the model")
 
 
-async def _attempt(question: Mapping[str, Any], repeat: int, reader: Any, policy: Policy, config: RunConfig,
-                   url: str, cert: Path, tmp: Path, counter: _RequestCounter, corpus: Corpus,
-                   rubric: Mapping[str, Any], lifecycle: dict[str, Any]) -> dict[str, Any]:
+async def _attempt(
+    question: Mapping[str, Any],
+    repeat: int,
+    reader: Any,
+    policy: Policy,
+    config: RunConfig,
+    url: str,
+    cert: Path,
+    tmp: Path,
+    counter: _RequestCounter,
+    corpus: Corpus,
+    rubric: Mapping[str, Any],
+    lifecycle: dict[str, Any],
+) -> dict[str, Any]:
     home = Path(tempfile.mkdtemp(prefix=f"{question['id']}-{repeat}-", dir=tmp))
     scope = question.get("scope") or "/"
     started = time.perf_counter()
@@ -304,8 +369,10 @@ async def _attempt(question: Mapping[str, Any], repeat: int, reader: Any, policy
         async with MCPClient(_mcp_params(config.mcp_bin, url, cert, scope, home)) as client:
             listed = (await client.list_tools()).tools
             names = sorted(t.name for t in listed)
-            schemas = [{"name": t.name, "description": t.description, "inputSchema": t.input_schema}
-                       for t in sorted(listed, key=lambda t: t.name)]
+            schemas = [
+                {"name": t.name, "description": t.description, "inputSchema": t.input_schema}
+                for t in sorted(listed, key=lambda t: t.name)
+            ]
             if tuple(names) != READ_TOOLS:
                 raise RunRefused(f"the MCP server offers {names}, expected exactly the read tools {list(READ_TOOLS)}")
             lifecycle["startup_verified"] = True
@@ -321,7 +388,7 @@ async def _attempt(question: Mapping[str, Any], repeat: int, reader: Any, policy
     elapsed = (time.perf_counter() - started) * 1000
     calls = session.calls if session is not None else []
     usage = result.get("usage") or {}
-    usage_total = (usage.get("input", 0) + usage.get("output", 0) + usage.get("reasoning", 0))
+    usage_total = usage.get("input", 0) + usage.get("output", 0) + usage.get("reasoning", 0)
     by_tool = Counter(c["name"] for c in calls)
     score = score_attempt(question, rubric[question["id"]], calls, result.get("final"), corpus)
     attempt: dict[str, Any] = {

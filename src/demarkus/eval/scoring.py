@@ -100,7 +100,7 @@ def split_location(url: str) -> tuple[str, int | None, str | None]:
     """`/a.md/v3#x` (or `mark://host/a.md...`) -> ("/a.md", 3, "x")."""
     text = url.strip()
     if text.lower().startswith("mark://"):
-        rest = text[len("mark://"):]
+        rest = text[len("mark://") :]
         slash = rest.find("/")
         text = rest[slash:] if slash >= 0 else "/"
     location, _, anchor = text.partition("#")
@@ -226,11 +226,17 @@ def parse_answer(final: str | None) -> tuple[dict[str, Any] | None, str]:
         return None, f"final answer is not JSON ({exc.msg})"
     if not isinstance(data, dict) or set(data) != {"answer", "citations", "abstain"}:
         return None, "final answer must hold exactly answer, citations and abstain"
-    if not isinstance(data["answer"], dict) or not isinstance(data["citations"], list) or not isinstance(data["abstain"], bool):
+    if (
+        not isinstance(data["answer"], dict)
+        or not isinstance(data["citations"], list)
+        or not isinstance(data["abstain"], bool)
+    ):
         return None, "answer must be an object, citations a list, abstain a boolean"
     for citation in data["citations"]:
-        if not isinstance(citation, dict) or set(citation) != {"field", "url", "quote"} or not all(
-            isinstance(citation[k], str) for k in citation
+        if (
+            not isinstance(citation, dict)
+            or set(citation) != {"field", "url", "quote"}
+            or not all(isinstance(citation[k], str) for k in citation)
         ):
             return None, "each citation must be {field, url, quote} strings"
     return data, ""
@@ -242,12 +248,16 @@ def values_equal(got: Any, want: Any) -> bool:
     if isinstance(want, (int, float)):
         return isinstance(got, (int, float)) and float(got) == float(want)
     if isinstance(want, list):
-        return isinstance(got, list) and len(got) == len(want) and all(values_equal(g, w) for g, w in zip(got, want))
+        return (
+            isinstance(got, list)
+            and len(got) == len(want)
+            and all(values_equal(g, w) for g, w in zip(got, want, strict=True))
+        )
     return got == want
 
 
 def citation_problem(corpus: Corpus, citation: Mapping[str, str], seen: Sequence[Observation]) -> str:
-    """"" when valid, else why not."""
+    """ "" when valid, else why not."""
     url, quote = citation["url"], citation["quote"]
     path, version, anchor = split_location(url)
     if version is None or version < 1 or not anchor:
@@ -275,15 +285,20 @@ def supports(corpus: Corpus, citation: Mapping[str, str], item: Mapping[str, Any
         return True
     parent, required = corpus.span(path, version, anchor), corpus.span(path, version, item["anchor"])
     return (
-        parent is not None and required is not None
-        and parent[0] <= required[0] and required[1] <= parent[1]
+        parent is not None
+        and required is not None
+        and parent[0] <= required[0]
+        and required[1] <= parent[1]
         and parent[2].count(want) == 1
     )
 
 
 def score_attempt(
-    question: Mapping[str, Any], rubric: Mapping[str, Any], calls: Sequence[Mapping[str, Any]],
-    final: str | None, corpus: Corpus,
+    question: Mapping[str, Any],
+    rubric: Mapping[str, Any],
+    calls: Sequence[Mapping[str, Any]],
+    final: str | None,
+    corpus: Corpus,
 ) -> dict[str, Any]:
     """{correct, answer_correct, citations_valid, evidence_sufficient, reasons}."""
     reasons: list[str] = []
@@ -297,14 +312,22 @@ def score_attempt(
         ok = answer["abstain"] and not answer["answer"] and not answer["citations"]
         if not ok:
             reasons.append("expected an empty abstention")
-        return {"correct": ok, "answer_correct": ok, "citations_valid": ok, "evidence_sufficient": ok, "reasons": reasons}
+        return {
+            "correct": ok,
+            "answer_correct": ok,
+            "citations_valid": ok,
+            "evidence_sufficient": ok,
+            "reasons": reasons,
+        }
     if answer["abstain"]:
         return {**result, "reasons": ["abstained on an answerable question"]}
     want = rubric["answer"]
     got = answer["answer"]
     answer_ok = set(got) == set(want) and all(values_equal(got[k], want[k]) for k in want)
     if not answer_ok:
-        wrong = sorted(k for k in set(want) | set(got) if k not in got or k not in want or not values_equal(got[k], want[k]))
+        wrong = sorted(
+            k for k in set(want) | set(got) if k not in got or k not in want or not values_equal(got[k], want[k])
+        )
         reasons.append("wrong or missing fields: " + ", ".join(wrong))
     seen = observations(calls)
     valid: list[Mapping[str, str]] = []
@@ -326,6 +349,8 @@ def score_attempt(
     sufficient = not missing
     return {
         "correct": answer_ok and citations_ok and sufficient,
-        "answer_correct": answer_ok, "citations_valid": citations_ok, "evidence_sufficient": sufficient,
+        "answer_correct": answer_ok,
+        "citations_valid": citations_ok,
+        "evidence_sufficient": sufficient,
         "reasons": reasons,
     }

@@ -119,7 +119,9 @@ class _Doc:
                 return loc
         return None
 
-    def uncovered(self, start: int, end: int, texts: dict[str, str]) -> tuple[str, list[tuple[int, int, str]], list[Section]]:
+    def uncovered(
+        self, start: int, end: int, texts: dict[str, str]
+    ) -> tuple[str, list[tuple[int, int, str]], list[Section]]:
         """The text of [start, end) with what is already on the page replaced by one-line
         markers: earlier blocks of this document, and sections whose text is byte-identical
         to one printed elsewhere. Also returns the elided ranges and the sections printed
@@ -178,8 +180,14 @@ class _Candidate:
     """Part of the section `anchor`: the text it leaves out is marked."""
 
 
-def passages(doc: _Doc, terms: Sequence[str], most: int = PASSAGES_PER_DOCUMENT, skip: Section | None = None,
-             within: tuple[int, int] | None = None, merge: bool = True) -> list[_Candidate]:
+def passages(
+    doc: _Doc,
+    terms: Sequence[str],
+    most: int = PASSAGES_PER_DOCUMENT,
+    skip: Section | None = None,
+    within: tuple[int, int] | None = None,
+    merge: bool = True,
+) -> list[_Candidate]:
     """The document's blocks (or those of its range `within`) holding the most distinct
     query terms, as excerpts of their sections: best first, at most `most`, adjacent ones
     merged unless `merge` is false. In a long document the answer is a paragraph; a whole
@@ -208,7 +216,9 @@ def _excerpt_text(doc: _Doc, cand: _Candidate, text: str) -> str:
     return (f"{ELIDED}\n\n" if before else "") + text.strip("\n") + (f"\n\n{ELIDED}" if after else "")
 
 
-def candidates_for(doc: _Doc, anchor: str, terms: Sequence[str], *, related: bool = False) -> list[list[_Candidate]] | str:
+def candidates_for(
+    doc: _Doc, anchor: str, terms: Sequence[str], *, related: bool = False
+) -> list[list[_Candidate]] | str:
     """How to show a document or one of its sections, as groups of alternatives: each group
     prints its first alternative that fits. A string is a note (unknown anchor). A related
     document without anchor leads with its opening section when that holds a query term."""
@@ -303,7 +313,9 @@ class _Page:
             count = max(len(self.omitted), 99 if reserve else 0)
             shown = self.omitted[:listed]
             more = count - len(shown)
-            items = ", ".join(shown) + (f" +{more} more" if shown and more else f"{more} block{'s' if more != 1 else ''}" if not shown else "")
+            items = ", ".join(shown) + (
+                f" +{more} more" if shown and more else f"{more} block{'s' if more != 1 else ''}" if not shown else ""
+            )
             lines.append(render_line(f"note: did not fit: {items}"))
         if self.fetch_limited or (reserve and self.may_hit_fetch_limit):
             count = max(self.fetch_limited, 99 if reserve else 0)
@@ -314,10 +326,21 @@ class _Page:
         related = MAX_RELATED if reserve else self.related
         expanded = self.rows if reserve else self.expanded_rows
         clause = f" and {related} related document{'s' if related != 1 else ''}" if related else ""
-        return render_line(f"note: expanded {expanded} of {self.rows} rows{clause}; used {used} of {self.budget} tokens")
+        return render_line(
+            f"note: expanded {expanded} of {self.rows} rows{clause}; used {used} of {self.budget} tokens"
+        )
 
-    def omit(self, doc: _Doc, location: str, anchor: str, cost: int, unfit: _Candidate | None,
-             terms: Sequence[str], *, related: bool) -> None:
+    def omit(
+        self,
+        doc: _Doc,
+        location: str,
+        anchor: str,
+        cost: int,
+        unfit: _Candidate | None,
+        terms: Sequence[str],
+        *,
+        related: bool,
+    ) -> None:
         """List what did not fit in the omission note, and keep it for the leftover budget."""
         label = f"{location}{'#' + anchor if anchor else ''} (~{cost} tokens)"
         self.omitted.append(label)
@@ -439,8 +462,9 @@ def _relation_lines(doc: _Doc) -> tuple[list[str], list[tuple[str, str, str]]]:
     return lines, follow
 
 
-def _show(page: _Page, doc: _Doc, groups: list[list[_Candidate]], most: int | None = None,
-          *, widest_only: bool = False) -> tuple[bool, int, _Candidate | None, _Candidate | None]:
+def _show(
+    page: _Page, doc: _Doc, groups: list[list[_Candidate]], most: int | None = None, *, widest_only: bool = False
+) -> tuple[bool, int, _Candidate | None, _Candidate | None]:
     """Print each group's first alternative that fits, in at most `most` tokens (with
     `widest_only`, only a section taken with its sub-sections is held to `most`, when its
     own text is the next alternative: the location stays the same). Returns whether
@@ -481,7 +505,9 @@ def _show_one(page: _Page, doc: _Doc, cand: _Candidate, most: int | None = None)
     covered = doc.covering(cand.start, cand.end)
     digest = _digest(doc.fetched.body[cand.start : cand.end])
     if covered is not None or digest in page.texts:
-        line = render_line(f"{loc}: within {covered} above" if covered else f"{loc}: same text as {page.texts[digest]} above")
+        line = render_line(
+            f"{loc}: within {covered} above" if covered else f"{loc}: same text as {page.texts[digest]} above"
+        )
         return None if page.add(line) else count_tokens(line)
     text, elided, printed = doc.uncovered(cand.start, cand.end, page.texts)
     block = render_block(loc + doc.suffix, _dressed(doc, cand, text))
@@ -495,8 +521,9 @@ def _add_block(page: _Page, block: str, most: int | None) -> bool:
     return (most is None or count_tokens(block) <= most) and page.add(block)
 
 
-def _remember(page: _Page, doc: _Doc, start: int, end: int, loc: str,
-              elided: list[tuple[int, int, str]], printed: list[Section]) -> None:
+def _remember(
+    page: _Page, doc: _Doc, start: int, end: int, loc: str, elided: list[tuple[int, int, str]], printed: list[Section]
+) -> None:
     """Record [start, end) of `doc` as on the page, and the texts printed whole in it."""
     doc.shown.append((start, end, loc))
     body = doc.fetched.body
@@ -548,9 +575,17 @@ def _show_leading(page: _Page, doc: _Doc, cand: _Candidate, most: int | None = N
 def _show_leads(page: _Page, docs: list[_Doc], most: int | None) -> None:
     """The leads (banner, summary) of the documents, in page order: their first paragraph
     (`most=1`) or the rest of each, whole or its leading blocks."""
-    leads = [(doc, _Candidate(s.anchor, s.start, s.own_end)) for doc in docs if not doc.pinned for s in lead_sections(doc.outline)]
+    leads = [
+        (doc, _Candidate(s.anchor, s.start, s.own_end))
+        for doc in docs
+        if not doc.pinned
+        for s in lead_sections(doc.outline)
+    ]
     for doc, cand in leads:
-        if doc.covering(cand.start, cand.end) is not None or _digest(doc.fetched.body[cand.start : cand.end]) in page.texts:
+        if (
+            doc.covering(cand.start, cand.end) is not None
+            or _digest(doc.fetched.body[cand.start : cand.end]) in page.texts
+        ):
             continue
         whole_is_enough = most is None or len([c for c in doc.cuts if cand.start < c < cand.end]) <= 1
         if not (whole_is_enough and _show_one(page, doc, cand) is None):
@@ -581,7 +616,11 @@ def _fill(page: _Page, docs: list[_Doc], more: list[tuple[_Doc, list[list[_Candi
         share = page.left() // (len(page.pending) - index)  # what is left, shared by those still waiting
         cand = item.candidate
         if not _show_new(page, item.doc, cand, share):
-            best = passages(item.doc, item.terms, PENDING_PASSAGES, within=(cand.start, cand.end), merge=False) if cand.text is None else []
+            best = (
+                passages(item.doc, item.terms, PENDING_PASSAGES, within=(cand.start, cand.end), merge=False)
+                if cand.text is None
+                else []
+            )
             if not _show_excerpt(page, item.doc, cand, best, share) and not _show_leading(page, item.doc, cand):
                 continue
         if item.rest:
@@ -703,11 +742,24 @@ async def select_evidence(head: str, query: str, budget: int, fetch: FetchFn) ->
     related, more = await _related_hop(page, order, in_table, fetcher, terms)
     on_page = order + [doc for doc in related if doc not in order]
     related += _fill(page, on_page, more)
-    return Selection(page.text(), tuple(fetcher.order), tuple(doc.location for doc in related), page.expanded_rows, tuple(page.omitted), page.fetch_limited)
+    return Selection(
+        page.text(),
+        tuple(fetcher.order),
+        tuple(doc.location for doc in related),
+        page.expanded_rows,
+        tuple(page.omitted),
+        page.fetch_limited,
+    )
 
 
-async def _hop_room(order: list[_Doc], in_table: set[str], fetcher: _Fetcher, terms: Sequence[str],
-                    unfetched: int, sizes: dict[str, int | None]) -> int:
+async def _hop_room(
+    order: list[_Doc],
+    in_table: set[str],
+    fetcher: _Fetcher,
+    terms: Sequence[str],
+    unfetched: int,
+    sizes: dict[str, int | None],
+) -> int:
     """Tokens the first blocks of the related targets known so far would take (the first
     MAX_RELATED the hop would print, in its order), with their relation lines. A target is
     fetched for this only when the rows still to come keep their fetches. `sizes` keeps
@@ -739,7 +791,9 @@ def _first_block_size(source: _Doc, predicate: str, got: _Doc | str, fragment: s
     if isinstance(candidates, str) or not candidates:
         return None
     suffix = f" (via {source.loc()} {predicate})"
-    block = min(count_tokens(render_block(got.loc(cand.anchor) + suffix, _candidate_text(got, cand))) for cand in candidates[0])
+    block = min(
+        count_tokens(render_block(got.loc(cand.anchor) + suffix, _candidate_text(got, cand))) for cand in candidates[0]
+    )
     return block + count_tokens("".join(got.relations[0]))
 
 
@@ -754,8 +808,12 @@ def _related_candidates(doc: _Doc, fragment: str, terms: Sequence[str]) -> list[
 def _targets(order: list[_Doc], in_table: set[str]) -> list[tuple[_Doc, str, str, str]]:
     """(declaring document, predicate, location, fragment) of the same-authority targets
     the hop may follow, in its order: by document, then by predicate preference."""
-    return [(doc, predicate, location, fragment)
-            for doc in order for predicate, location, fragment in doc.relations[1] if location not in in_table]
+    return [
+        (doc, predicate, location, fragment)
+        for doc in order
+        for predicate, location, fragment in doc.relations[1]
+        if location not in in_table
+    ]
 
 
 def _candidate_text(doc: _Doc, cand: _Candidate) -> str:
@@ -781,8 +839,9 @@ def _print_relations(page: _Page, doc: _Doc) -> None:
         page.add(render_line(f"rel: {doc.loc()} declares {len(lines)} relations; fetch it to see them"))
 
 
-async def _related_hop(page: _Page, order: list[_Doc], in_table: set[str], fetcher: _Fetcher,
-                       terms: Sequence[str]) -> tuple[list[_Doc], list[tuple[_Doc, list[list[_Candidate]]]]]:
+async def _related_hop(
+    page: _Page, order: list[_Doc], in_table: set[str], fetcher: _Fetcher, terms: Sequence[str]
+) -> tuple[list[_Doc], list[tuple[_Doc, list[list[_Candidate]]]]]:
     """Up to MAX_RELATED same-authority targets of the expanded documents, one hop: each
     target's best evidence. Returns the targets printed, and what more of each could print
     (for the leftover budget)."""
@@ -822,7 +881,9 @@ async def _related_hop(page: _Page, order: list[_Doc], in_table: set[str], fetch
     return expanded, later
 
 
-async def _table_too_large(head_tokens: int, budget: int, rows: list[TableRow], fetcher: _Fetcher, terms: Sequence[str]) -> str:
+async def _table_too_large(
+    head_tokens: int, budget: int, rows: list[TableRow], fetcher: _Fetcher, terms: Sequence[str]
+) -> str:
     """Say in one line that the table leaves no room, with the budget that would show the
     top row's evidence."""
     need = head_tokens + 60
@@ -835,7 +896,11 @@ async def _table_too_large(head_tokens: int, budget: int, rows: list[TableRow], 
                 text = cand.text or got.fetched.body[cand.start : cand.end].decode("utf-8", errors="replace")
                 need += count_tokens(render_block(got.loc(cand.anchor), text))
     first = f"{rows[0].path}{'#' + rows[0].anchor if rows[0].anchor else ''}" if rows else "a row"
-    size = f"over the budget of {budget}" if head_tokens > budget else f"of the budget of {budget}, leaving no room for evidence"
+    size = (
+        f"over the budget of {budget}"
+        if head_tokens > budget
+        else f"of the budget of {budget}, leaving no room for evidence"
+    )
     return "\n" + render_line(
         f"note: the table alone is {head_tokens} tokens, {size}; "
         f"raise the budget to {need} for the top row's evidence, or fetch {first}"

@@ -62,8 +62,15 @@ class Block:
     section: Section
 
 
-def ranked_blocks(outline: Outline, body: bytes, cuts: Sequence[int], terms: Sequence[str], *,
-                  within: tuple[int, int] | None = None, skip: Section | None = None) -> list[Block]:
+def ranked_blocks(
+    outline: Outline,
+    body: bytes,
+    cuts: Sequence[int],
+    terms: Sequence[str],
+    *,
+    within: tuple[int, int] | None = None,
+    skip: Section | None = None,
+) -> list[Block]:
     """The blocks holding at least one query term, most distinct terms first (ties in
     document order). `cuts` are the block starts (`markdown.block_starts`); `within`
     keeps the blocks starting in [start, end); `skip` leaves out one section's own text.

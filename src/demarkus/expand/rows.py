@@ -119,7 +119,7 @@ def compact_table(table: str) -> str:
             if len(cells) == 4:
                 path = _split_location(cells[0]).path
                 if above is not None and above[0] == path and cells[2].startswith(above[1]) and cells[3] == above[2]:
-                    line = f"| {cells[0]} | {cells[1]} | {DITTO} › {cells[2][len(above[1]):]} | {DITTO} |"
+                    line = f"| {cells[0]} | {cells[1]} | {DITTO} › {cells[2][len(above[1]) :]} | {DITTO} |"
                 else:
                     above = (path, cells[2].split(" › ", 1)[0] + " › ", cells[3])
         out.append(line)

@@ -157,10 +157,17 @@ class Gateway:
         else:
             assert world.authority is not None
             timeout = self.config.upstream_timeout
-            backend = Client(world.authority, ca=world.ca, insecure=world.insecure, dial_host=world.dial,
-                             timeout=timeout, connect_timeout=timeout,
-                             answer_timeout=self.config.upstream_answer_timeout,
-                             retries=UPSTREAM_RETRIES, receive_buffer=RECEIVE_BUFFER)
+            backend = Client(
+                world.authority,
+                ca=world.ca,
+                insecure=world.insecure,
+                dial_host=world.dial,
+                timeout=timeout,
+                connect_timeout=timeout,
+                answer_timeout=self.config.upstream_answer_timeout,
+                retries=UPSTREAM_RETRIES,
+                receive_buffer=RECEIVE_BUFFER,
+            )
         self._owned.append(backend)
         return backend
 
@@ -204,7 +211,9 @@ class Gateway:
             raise ToolFailure(refusal)
         call = _current.get()
         if call is None:
-            raise ToolFailure("no authenticated caller: reach this server through its HTTP endpoint with a bearer token")
+            raise ToolFailure(
+                "no authenticated caller: reach this server through its HTTP endpoint with a bearer token"
+            )
         resolver = self.resolver(call.caller)
         session = None
         if call.session is not None:
@@ -234,8 +243,9 @@ class Gateway:
         try:
             tool, arguments = read_call(ctx.params)
         except BadRequestError as exc:
-            self.log_call(call.caller.name if call else "", _logged_tool(ctx.params), "",
-                          "bad-request", self.clock() - started)
+            self.log_call(
+                call.caller.name if call else "", _logged_tool(ctx.params), "", "bad-request", self.clock() - started
+            )
             raise MCPError(INVALID_PARAMS, str(exc)) from None
         status = "error"
         refused = None
@@ -254,19 +264,37 @@ class Gateway:
         finally:
             if refused is not None:
                 _refusal.reset(refused)
-            self.log_call(call.caller.name if call else "", _logged_tool(ctx.params),
-                          _world_of(tool, arguments), status, self.clock() - started)
+            self.log_call(
+                call.caller.name if call else "",
+                _logged_tool(ctx.params),
+                _world_of(tool, arguments),
+                status,
+                self.clock() - started,
+            )
 
     def log_call(self, caller: str, tool: str, world: str, status: str, seconds: float) -> None:
-        access_log.info(json.dumps({
-            "ts": _timestamp(self.now()), "event": "tool", "caller": caller, "tool": tool,
-            "world": world, "status": status, "ms": round(seconds * 1000.0, 1),
-        }, sort_keys=True))
+        access_log.info(
+            json.dumps(
+                {
+                    "ts": _timestamp(self.now()),
+                    "event": "tool",
+                    "caller": caller,
+                    "tool": tool,
+                    "world": world,
+                    "status": status,
+                    "ms": round(seconds * 1000.0, 1),
+                },
+                sort_keys=True,
+            )
+        )
 
     def log_refusal(self, status: int, reason: str, method: str, caller: str = "") -> None:
         """One access-log line for an HTTP request refused before any tool ran."""
         line: dict[str, object] = {
-            "ts": _timestamp(self.now()), "event": "http", "status": status, "reason": reason,
+            "ts": _timestamp(self.now()),
+            "event": "http",
+            "status": status,
+            "reason": reason,
             "method": method,
         }
         if caller:
@@ -315,20 +343,26 @@ def read_call(params: object) -> tuple[str, Mapping[str, Any]]:
     if params is None:
         params = {}
     if not isinstance(params, Mapping):
-        raise BadRequestError('tools/call params must be an object such as {"name": "mark_fetch", '
-                              '"arguments": {"url": "mark://<world>/index.md"}}; '
-                              f"it was {_json_kind(params)}")
+        raise BadRequestError(
+            'tools/call params must be an object such as {"name": "mark_fetch", '
+            '"arguments": {"url": "mark://<world>/index.md"}}; '
+            f"it was {_json_kind(params)}"
+        )
     name = params.get("name")
     if not isinstance(name, str) or not name:
-        raise BadRequestError("tools/call params.name must be a tool's name as a string "
-                              f"(tools/list lists them); it was {_json_kind(name)}")
+        raise BadRequestError(
+            "tools/call params.name must be a tool's name as a string "
+            f"(tools/list lists them); it was {_json_kind(name)}"
+        )
     arguments = params.get("arguments")
     if arguments is None:
         return name, {}
     if not isinstance(arguments, Mapping):
-        raise BadRequestError(f"tools/call params.arguments must be an object with {name[:64]}'s "
-                              'parameters by name, e.g. {"url": "mark://<world>/index.md"} '
-                              f"(or left out when it takes none); it was {_json_kind(arguments)}")
+        raise BadRequestError(
+            f"tools/call params.arguments must be an object with {name[:64]}'s "
+            'parameters by name, e.g. {"url": "mark://<world>/index.md"} '
+            f"(or left out when it takes none); it was {_json_kind(arguments)}"
+        )
     return name, arguments
 
 
@@ -361,7 +395,7 @@ def _world_of(tool: str, arguments: Mapping[str, Any]) -> str:
     url = arguments.get("url")
     if not isinstance(url, str) or not url.lower().startswith("mark://"):
         return ""
-    world = url[len("mark://"):].split("/", 1)[0].split("#", 1)[0].lower()
+    world = url[len("mark://") :].split("/", 1)[0].split("#", 1)[0].lower()
     return world if WORLD_NAME.fullmatch(world) else ""
 
 
@@ -375,7 +409,10 @@ def _is_error(result: object) -> bool:
 
 _CHALLENGES = {
     "missing": ("", "this endpoint needs the header Authorization: Bearer <token>"),
-    "unknown": ("invalid_token", "the bearer token is not known here; check that it was copied whole, or ask the operator for one"),
+    "unknown": (
+        "invalid_token",
+        "the bearer token is not known here; check that it was copied whole, or ask the operator for one",
+    ),
     "expired": ("invalid_token", "the bearer token has expired; ask the operator for a new one"),
 }
 
@@ -386,8 +423,11 @@ def unauthorized(reason: str) -> JSONResponse:
     challenge = f'Bearer realm="{REALM}"'
     if code:
         challenge += f', error="{code}", error_description="{message}"'
-    return JSONResponse({"error": code or "unauthorized", "error_description": message}, status_code=401,
-                        headers={"WWW-Authenticate": challenge})
+    return JSONResponse(
+        {"error": code or "unauthorized", "error_description": message},
+        status_code=401,
+        headers={"WWW-Authenticate": challenge},
+    )
 
 
 REWRITTEN_REJECTIONS = {
@@ -480,7 +520,9 @@ class BearerAuth:
         log = self.gateway.log_refusal
         try:
             await self.sessions.serve(
-                name, scope, receive,
+                name,
+                scope,
+                receive,
                 plain_rejections(send, lambda: log(400, "bad-request", method, name)),
                 lambda why: log(429, why, method, name),
             )
@@ -520,7 +562,9 @@ def create_app(
     # Every session is reserved per caller first (SessionLimit), so the SDK's own cap is the
     # sum of the callers' bounds and never refuses anyone.
     mcp_app = server.streamable_http_app(
-        streamable_http_path="/", json_response=True, host=host,
+        streamable_http_path="/",
+        json_response=True,
+        host=host,
         session_idle_timeout=config.session_idle_timeout,
         max_sessions=config.max_sessions_per_caller * max(1, len(config.callers)),
     )
@@ -540,8 +584,7 @@ def create_app(
                 await gateway.close()
 
     app = Starlette(
-        routes=[Route("/healthz", healthz, methods=["GET"]),
-                Mount("/mcp", app=BearerAuth(sessions, gateway))],
+        routes=[Route("/healthz", healthz, methods=["GET"]), Mount("/mcp", app=BearerAuth(sessions, gateway))],
         middleware=[Middleware(McpPath)],
         lifespan=lifespan,
     )

@@ -55,7 +55,10 @@ async def serve(config: GatewayConfig, host: str, port: int, banner: bool = True
     bound = sock.getsockname()[1]
     app = create_app(config, host=host)
     uv_config = uvicorn.Config(
-        app, log_level="warning", access_log=False, lifespan="on",
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
         ssl_certfile=str(config.cert) if config.cert else None,
         ssl_keyfile=str(config.key) if config.key else None,
     )
@@ -68,9 +71,16 @@ async def serve(config: GatewayConfig, host: str, port: int, banner: bool = True
 
 
 @click.command(name="gateway")
-@click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="Gateway configuration (TOML): worlds, callers, limits, TLS.")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (plain HTTP only on loopback).")
+@click.option(
+    "--config",
+    "config_path",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Gateway configuration (TOML): worlds, callers, limits, TLS.",
+)
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="Address to listen on (plain HTTP only on loopback)."
+)
 @click.option("--port", default=8787, show_default=True, type=int, help="TCP port; 0 picks a free one.")
 def gateway(config_path: Path, host: str, port: int) -> None:
     """Serve many worlds to remote agents: MCP over streamable HTTP at /mcp, with bearer tokens."""

@@ -66,8 +66,18 @@ a session its client forgot (a crash, no DELETE) gives its memory back within a 
 hour. An expired session costs its client one new initialize (its id answers 404)."""
 
 _GATEWAY_KEYS = frozenset(
-    {"rate_per_minute", "max_upstream", "max_upstream_per_world", "upstream_wait", "upstream_timeout",
-     "upstream_answer_timeout", "max_sessions_per_caller", "session_idle_timeout", "cert", "key"}
+    {
+        "rate_per_minute",
+        "max_upstream",
+        "max_upstream_per_world",
+        "upstream_wait",
+        "upstream_timeout",
+        "upstream_answer_timeout",
+        "max_sessions_per_caller",
+        "session_idle_timeout",
+        "cert",
+        "key",
+    }
 )
 _WORLD_KEYS = frozenset({"authority", "root", "ca", "insecure", "dial", "tokens"})
 _CALLER_KEYS = frozenset({"hash", "read", "write", "expires", "upstream", "rate_per_minute"})
@@ -173,7 +183,10 @@ class _Parser:
     def config(self, data: dict[str, Any]) -> GatewayConfig:
         unknown = sorted(set(data) - {"gateway", "worlds", "callers"})
         if unknown:
-            raise self.fail("the file", f"has unknown table(s) {', '.join(unknown)}; use [gateway], [worlds.<name>], [callers.<name>]")
+            raise self.fail(
+                "the file",
+                f"has unknown table(s) {', '.join(unknown)}; use [gateway], [worlds.<name>], [callers.<name>]",
+            )
         gateway = self.table(data.get("gateway", {}), "[gateway]", _GATEWAY_KEYS)
         worlds_table = self.table(data.get("worlds", {}), "[worlds]", None)
         if not worlds_table:
@@ -185,7 +198,10 @@ class _Parser:
         for name, table in sorted(callers_table.items()):
             caller = self.caller(name, table, worlds)
             if caller.hash in seen:
-                raise self.fail(f"[callers.{name}] hash", f"is the same as [callers.{seen[caller.hash]}]'s; give each caller its own token")
+                raise self.fail(
+                    f"[callers.{name}] hash",
+                    f"is the same as [callers.{seen[caller.hash]}]'s; give each caller its own token",
+                )
             seen[caller.hash] = name
             callers[name] = caller
         max_upstream = self.positive_int(gateway, "max_upstream", "[gateway]", 32)
@@ -205,9 +221,9 @@ class _Parser:
             upstream_timeout=self.seconds(gateway, "upstream_timeout", 5.0, allow_zero=False),
             upstream_answer_timeout=self.seconds(gateway, "upstream_answer_timeout", 30.0, allow_zero=False),
             max_sessions_per_caller=self.positive_int(
-                gateway, "max_sessions_per_caller", "[gateway]", SESSIONS_PER_CALLER),
-            session_idle_timeout=self.seconds(
-                gateway, "session_idle_timeout", SESSION_IDLE_TIMEOUT, allow_zero=False),
+                gateway, "max_sessions_per_caller", "[gateway]", SESSIONS_PER_CALLER
+            ),
+            session_idle_timeout=self.seconds(gateway, "session_idle_timeout", SESSION_IDLE_TIMEOUT, allow_zero=False),
             cert=cert,
             key=key,
         )
@@ -226,17 +242,19 @@ class _Parser:
     def world(self, name: str, value: object) -> WorldConfig:
         where = f"[worlds.{name}]"
         if not WORLD_NAME.fullmatch(name):
-            raise self.fail(where, "is not a world name: use a DNS label (lowercase letters, digits, inner hyphens, at most 63)")
+            raise self.fail(
+                where, "is not a world name: use a DNS label (lowercase letters, digits, inner hyphens, at most 63)"
+            )
         table = self.table(value, where, _WORLD_KEYS)
         authority, root = table.get("authority"), table.get("root")
         if (authority is None) == (root is None):
-            raise self.fail(where, "needs exactly one of authority = \"mark://host:port\" or root = \"/path/to/store\"")
+            raise self.fail(where, 'needs exactly one of authority = "mark://host:port" or root = "/path/to/store"')
         insecure = table.get("insecure", False)
         if not isinstance(insecure, bool):
             raise self.fail(f"{where} insecure", "must be true or false")
         if authority is not None:
             if not isinstance(authority, str):
-                raise self.fail(f"{where} authority", "must be a string such as \"mark://localhost:6309\"")
+                raise self.fail(f"{where} authority", 'must be a string such as "mark://localhost:6309"')
             try:
                 parsed = parse_mark_url(authority)
             except BadRequestError as exc:
@@ -244,11 +262,15 @@ class _Parser:
             if parsed.path not in ("", "/"):
                 raise self.fail(f"{where} authority", "must name only host and port, e.g. mark://localhost:6309")
             if table.get("tokens") is not None:
-                raise self.fail(f"{where} tokens", "applies to an embedded root only; the authority checks its own tokens")
+                raise self.fail(
+                    f"{where} tokens", "applies to an embedded root only; the authority checks its own tokens"
+                )
             dial = table.get("dial")
             if dial is not None and (not isinstance(dial, str) or not dial or "/" in dial):
-                raise self.fail(f"{where} dial", "must be a host name or address such as \"127.0.0.1\"")
-            return WorldConfig(name, authority=parsed.authority, ca=self.path(table, "ca", where), insecure=insecure, dial=dial)
+                raise self.fail(f"{where} dial", 'must be a host name or address such as "127.0.0.1"')
+            return WorldConfig(
+                name, authority=parsed.authority, ca=self.path(table, "ca", where), insecure=insecure, dial=dial
+            )
         root_path = self.path(table, "root", where)
         assert root_path is not None
         if not root_path.is_dir():
@@ -265,7 +287,10 @@ class _Parser:
         digest = table.get("hash")
         # The value is never echoed: an operator may have pasted the raw token there.
         if not isinstance(digest, str) or not _HASH.fullmatch(digest):
-            raise self.fail(f"{where} hash", "must be 'sha256-' + 64 lowercase hex of the caller's token (auth.hash_token), never the token itself")
+            raise self.fail(
+                f"{where} hash",
+                "must be 'sha256-' + 64 lowercase hex of the caller's token (auth.hash_token), never the token itself",
+            )
         read = self.world_list(table, "read", where, worlds)
         write = self.world_list(table, "write", where, worlds)
         for world in write:
@@ -277,7 +302,10 @@ class _Parser:
             if world not in worlds:
                 raise self.fail(f"{where}.upstream", f"names unknown world {world}; configured: {', '.join(worlds)}")
             if world not in read:
-                raise self.fail(f"{where}.upstream", f"has a token for {world}, which is not in read; add it to read or drop the token")
+                raise self.fail(
+                    f"{where}.upstream",
+                    f"has a token for {world}, which is not in read; add it to read or drop the token",
+                )
             if not isinstance(token, str) or not token:
                 raise self.fail(f"{where}.upstream {world}", "must be a non-empty string (the capability token)")
             upstream[world] = token
@@ -289,7 +317,9 @@ class _Parser:
             except ValueError:
                 when = None
             if not isinstance(when, datetime) or when.tzinfo is None:
-                raise self.fail(f"{where} expires", "must be an RFC 3339 date-time with an offset, e.g. 2027-01-01T00:00:00Z")
+                raise self.fail(
+                    f"{where} expires", "must be an RFC 3339 date-time with an offset, e.g. 2027-01-01T00:00:00Z"
+                )
         rate = table.get("rate_per_minute")
         if rate is not None:
             rate = self.positive_int(table, "rate_per_minute", where, 1)
@@ -297,10 +327,12 @@ class _Parser:
 
     # --- fields ---------------------------------------------------------------------------
 
-    def world_list(self, table: dict[str, Any], key: str, where: str, worlds: Mapping[str, WorldConfig]) -> tuple[str, ...]:
+    def world_list(
+        self, table: dict[str, Any], key: str, where: str, worlds: Mapping[str, WorldConfig]
+    ) -> tuple[str, ...]:
         value = table.get(key, [])
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise self.fail(f"{where} {key}", "must be a list of world names, e.g. [\"peps\"]")
+            raise self.fail(f"{where} {key}", 'must be a list of world names, e.g. ["peps"]')
         for world in value:
             if world not in worlds:
                 raise self.fail(f"{where} {key}", f"names unknown world {world}; configured: {', '.join(worlds)}")
@@ -314,8 +346,13 @@ class _Parser:
 
     def seconds(self, table: dict[str, Any], key: str, default: float, *, allow_zero: bool) -> float:
         value = table.get(key, default)
-        if (isinstance(value, bool) or not isinstance(value, int | float)
-                or not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero)):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+            or value < 0
+            or (value == 0 and not allow_zero)
+        ):
             least = "0 or more" if allow_zero else "more than 0"
             raise self.fail(f"[gateway] {key}", f"must be a number of seconds, {least}, not {value!r}")
         return float(value)

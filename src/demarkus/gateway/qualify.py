@@ -39,7 +39,7 @@ def world_prefix(world: str) -> str:
 
 def world_of(location: str) -> str:
     """`w` of `mark://w/path`."""
-    return location[len(SCHEME):].split("/", 1)[0]
+    return location[len(SCHEME) :].split("/", 1)[0]
 
 
 def qualify_lookup(text: str, world: str) -> str:
@@ -59,7 +59,7 @@ def qualify_expansion(text: str, world: str) -> str:
     lines = text.split("\n")
     for index, line in enumerate(lines):
         if line.startswith(FRAME):
-            lines[index] = FRAME + _FRAME_LOCATION.sub(prefix + "/", line[len(FRAME):])
+            lines[index] = FRAME + _FRAME_LOCATION.sub(prefix + "/", line[len(FRAME) :])
         elif "same text as /" in line:
             lines[index] = _SAME_TEXT.sub(lambda m: m.group(1) + prefix + m.group(2), line)
         elif line.startswith("[… ~"):

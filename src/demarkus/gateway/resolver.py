@@ -41,9 +41,7 @@ class ScopedBackend(VerbMethods):
     async def request(self, request: Request) -> Response:
         if request.verb in WRITE_VERBS and not self.writable:
             return response_for_error(
-                NotPermittedError(
-                    f"world {self.world} is read-only for you; mark_worlds shows where you may write"
-                )
+                NotPermittedError(f"world {self.world} is read-only for you; mark_worlds shows where you may write")
             )
         metadata = {k: v for k, v in request.metadata.items() if k != "auth"}
         if self._token:

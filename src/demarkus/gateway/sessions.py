@@ -139,8 +139,7 @@ class SessionLimit:
     `_discard_session`, the very step it takes itself on DELETE and on idle expiry.
     """
 
-    def __init__(self, app: ASGIApp, table: SessionTable,
-                 manager: StreamableHTTPSessionManager) -> None:
+    def __init__(self, app: ASGIApp, table: SessionTable, manager: StreamableHTTPSessionManager) -> None:
         self.app = app
         self.table = table
         self.manager = manager
@@ -153,8 +152,9 @@ class SessionLimit:
         if transport is not None:
             await self.manager._discard_session(session_id, transport)
 
-    async def serve(self, caller: str, scope: Scope, receive: Receive, send: Send,
-                    refused: Callable[[str], None]) -> None:
+    async def serve(
+        self, caller: str, scope: Scope, receive: Receive, send: Send, refused: Callable[[str], None]
+    ) -> None:
         """Serve one request of `caller`; `refused(reason)` logs a refused opening."""
         headers = Headers(scope=scope)
         session_id = headers.get(MCP_SESSION_ID_HEADER)
@@ -165,8 +165,7 @@ class SessionLimit:
         else:
             await self.app(scope, receive, send)
 
-    async def _serve_in(self, caller: str, session_id: str, scope: Scope, receive: Receive,
-                        send: Send) -> None:
+    async def _serve_in(self, caller: str, session_id: str, scope: Scope, receive: Receive, send: Send) -> None:
         session = self.table.use(caller, session_id)
         if session is None:  # not this caller's (the SDK answers 404)
             await self.app(scope, receive, send)
@@ -179,8 +178,9 @@ class SessionLimit:
             if not self.alive(session_id):  # ended by this request (DELETE) or meanwhile
                 self.table.end(caller, session_id)
 
-    async def _serve_opening(self, caller: str, scope: Scope, receive: Receive, send: Send,
-                             refused: Callable[[str], None]) -> None:
+    async def _serve_opening(
+        self, caller: str, scope: Scope, receive: Receive, send: Send, refused: Callable[[str], None]
+    ) -> None:
         try:
             victim = self.table.reserve(caller, self.alive)
         except RateLimitedError as exc:
@@ -220,5 +220,6 @@ def opens_session(headers: Headers) -> bool:
 def too_many_sessions(message: str) -> Response:
     """429 with a JSON-RPC error body, shaped like the SDK's own refusals."""
     body = {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": message}}
-    return Response(json.dumps(body), status_code=429, media_type="application/json",
-                    headers={"Retry-After": str(RETRY_AFTER)})
+    return Response(
+        json.dumps(body), status_code=429, media_type="application/json", headers={"Retry-After": str(RETRY_AFTER)}
+    )

@@ -220,7 +220,9 @@ class GatewayTools(Tools):
             meta["match"] = "body"
         extra: dict[str, str] = {}
         if catalog_only:
-            extra["note"] = f"answered from the catalog in {', '.join(catalog_only)}: {local_tools.catalog_reason(query, 'no body match there')}"
+            extra["note"] = (
+                f"answered from the catalog in {', '.join(catalog_only)}: {local_tools.catalog_reason(query, 'no body match there')}"
+            )
         result = envelope(Status.OK, meta, table, keys=ALL_KEYS, verbose=verbose, extra=extra)
         if budget > 0:
             # The same expansion Tools.lookup runs, fetching with this caller's resolver.
@@ -228,8 +230,9 @@ class GatewayTools(Tools):
             result += await local_tools.expand(result, query, budget, self._fetcher(targets[0]))
         return result
 
-    async def _lookup_one(self, target: Target, query: str, filter: str | None, limit: int | None,
-                          match: str | None) -> Response | str:
+    async def _lookup_one(
+        self, target: Target, query: str, filter: str | None, limit: int | None, match: str | None
+    ) -> Response | str:
         """One world's answer, or why it failed (a message for the agent)."""
         try:
             response = await target.backend.lookup(
@@ -279,9 +282,16 @@ def register(server: MCPServer, tools_for: Callable[[], GatewayTools]) -> None:
     async def mark_lookup_all(
         query: Annotated[str, Field(description="Words to find (at least 2 characters), or * for every document.")],
         scope: Annotated[str, Field(description="A path applied in every world: / or a subtree such as /docs.")] = "/",
-        filter: Annotated[str | None, Field(description="key=value clauses, comma-separated: tag=x, modified-after=2026-01-01, or any metadata key.")] = None,
+        filter: Annotated[
+            str | None,
+            Field(
+                description="key=value clauses, comma-separated: tag=x, modified-after=2026-01-01, or any metadata key."
+            ),
+        ] = None,
         limit: Annotated[int | None, Field(description="Rows in total across the worlds (default 10).")] = None,
-        match: Annotated[str | None, Field(description="catalog (tags and titles, default) or body (section text).")] = None,
+        match: Annotated[
+            str | None, Field(description="catalog (tags and titles, default) or body (section text).")
+        ] = None,
         budget: Annotated[int, Field(description="Tokens of evidence to print after the table; 0 = table only.")] = 0,
         verbose: Annotated[bool, Field(description="Show every metadata key.")] = False,
     ) -> str:

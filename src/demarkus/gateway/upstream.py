@@ -197,8 +197,9 @@ class Upstream:
     handling and are never abandoned.
     """
 
-    def __init__(self, world: str, backend: Backend, gate: Gate, breaker: Breaker | None = None,
-                 *, deadline: float | None = None) -> None:
+    def __init__(
+        self, world: str, backend: Backend, gate: Gate, breaker: Breaker | None = None, *, deadline: float | None = None
+    ) -> None:
         self.world = world
         self.backend = backend
         self.gate = gate
@@ -246,12 +247,16 @@ class Upstream:
             async with asyncio.timeout(self.deadline):
                 return await read
         except TimeoutError:
-            raise TransportError(f"no answer to {request.verb.value} {request.path} within {self.deadline:g} s") from None
+            raise TransportError(
+                f"no answer to {request.verb.value} {request.path} within {self.deadline:g} s"
+            ) from None
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None and task.cancelling():
                 raise  # the caller itself was cancelled
-            raise TransportError(f"{request.verb.value} {request.path} abandoned: the world stopped answering") from None
+            raise TransportError(
+                f"{request.verb.value} {request.path} abandoned: the world stopped answering"
+            ) from None
         finally:
             self._reads.discard(read)
             read.cancel()

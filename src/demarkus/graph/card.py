@@ -134,15 +134,10 @@ def render_siblings_unavailable(dir_path: str) -> str:
     return f"## Siblings in {dir_path} (listing unavailable)\n"
 
 
-def render_backlinks(
-    url: str, edges: Sequence[Edge], titles: Mapping[str, str], cap: int = 50
-) -> str:
+def render_backlinks(url: str, edges: Sequence[Edge], titles: Mapping[str, str], cap: int = 50) -> str:
     """The `mark_backlinks` answer: one line per incoming edge, by source URL then rel."""
     if not edges:
-        return (
-            f"No backlinks found for {url}\n"
-            "Explore or fetch documents that link here to record their links.\n"
-        )
+        return f"No backlinks found for {url}\nExplore or fetch documents that link here to record their links.\n"
     ordered = sorted(edges, key=lambda e: (e.source, e.rel, e.target))
     out = [f"Backlinks for {url} ({len(ordered)}):\n", "\n"]
     for edge in ordered[:cap]:

@@ -110,9 +110,7 @@ class _Edges:
             count = seen.count + 1
             self.by_key[key] = Edge(self.source, target, rel, label, anchor, fragment, count)
         else:
-            self.by_key[key] = Edge(
-                self.source, target, rel, seen.label, seen.anchor, seen.fragment, seen.count + 1
-            )
+            self.by_key[key] = Edge(self.source, target, rel, seen.label, seen.anchor, seen.fragment, seen.count + 1)
 
     def sorted(self) -> list[Edge]:
         return [self.by_key[key] for key in sorted(self.by_key)]

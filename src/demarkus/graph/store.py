@@ -290,14 +290,8 @@ class GraphStore:
                 "call again with one of them (both is the default)"
             )
         rels = _relations_filter(relations)
-        if (
-            isinstance(page_size, bool)
-            or not isinstance(page_size, int)
-            or not (1 <= page_size <= MAX_PAGE_SIZE)
-        ):
-            raise BadRequestError(
-                f"page_size {page_size!r} is out of range; call again with 1 to {MAX_PAGE_SIZE}"
-            )
+        if isinstance(page_size, bool) or not isinstance(page_size, int) or not (1 <= page_size <= MAX_PAGE_SIZE):
+            raise BadRequestError(f"page_size {page_size!r} is out of range; call again with 1 to {MAX_PAGE_SIZE}")
         identity = _query_identity(center, direction, rels)
         after = None if cursor is None else _decode_cursor(cursor, identity)
 
@@ -358,10 +352,7 @@ class GraphStore:
 
     def _count(self, query: _Neighbours, upto: str | None) -> int:
         """Distinct neighbours of `query`, only those up to `upto` (inclusive) when given."""
-        return sum(
-            sign * self._conn.execute(sql, params).fetchone()[0]
-            for sign, sql, params in query.counts(upto)
-        )
+        return sum(sign * self._conn.execute(sql, params).fetchone()[0] for sign, sql, params in query.counts(upto))
 
     def _row_edges(
         self, center: str, direction: str, rels: tuple[str, ...] | None, urls: list[str]
@@ -374,8 +365,7 @@ class GraphStore:
         rel_sql, rel_params = _rel_clause(rels)
         if direction in ("incoming", "both"):
             for row in self._conn.execute(
-                f"SELECT {_EDGE_COLUMNS} FROM edges WHERE target = ? AND source IN ({marks})"
-                f"{rel_sql}",
+                f"SELECT {_EDGE_COLUMNS} FROM edges WHERE target = ? AND source IN ({marks}){rel_sql}",
                 (center, *urls, *rel_params),
             ):
                 edge = Edge(*row)
@@ -384,8 +374,7 @@ class GraphStore:
             skip_loop = " AND target != ?" if direction == "both" else ""
             loop_params: tuple[str, ...] = (center,) if direction == "both" else ()
             for row in self._conn.execute(
-                f"SELECT {_EDGE_COLUMNS} FROM edges WHERE source = ? AND target IN ({marks})"
-                f"{rel_sql}{skip_loop}",
+                f"SELECT {_EDGE_COLUMNS} FROM edges WHERE source = ? AND target IN ({marks}){rel_sql}{skip_loop}",
                 (center, *urls, *rel_params, *loop_params),
             ):
                 edge = Edge(*row)
@@ -461,9 +450,7 @@ class _Neighbours:
     each side and subtracting the overlap (neighbours on both sides) is several times faster.
     """
 
-    def __init__(
-        self, center: str, direction: str, rels: tuple[str, ...] | None, within: str | None = None
-    ) -> None:
+    def __init__(self, center: str, direction: str, rels: tuple[str, ...] | None, within: str | None = None) -> None:
         self.center = center
         self.direction = direction
         self.rels = rels
@@ -494,8 +481,7 @@ class _Neighbours:
         for column, where, side_params in self._sides():
             bound = f" AND {column} > ?" if after is not None else ""
             parts.append(
-                f"SELECT * FROM (SELECT DISTINCT {column} AS nb FROM edges "
-                f"WHERE {where}{bound} ORDER BY nb LIMIT ?)"
+                f"SELECT * FROM (SELECT DISTINCT {column} AS nb FROM edges WHERE {where}{bound} ORDER BY nb LIMIT ?)"
             )
             params += [*side_params, *([after] if after is not None else []), limit]
         return f"SELECT nb FROM ({' UNION '.join(parts)}) ORDER BY nb LIMIT ?", (*params, limit)
@@ -526,8 +512,13 @@ class _Neighbours:
                 f"{rel_i})"
             )
             params = (
-                self.center, *rel_params, *inside_params, self.center, *upto_params,
-                self.center, *rel_params,
+                self.center,
+                *rel_params,
+                *inside_params,
+                self.center,
+                *upto_params,
+                self.center,
+                *rel_params,
             )
             queries.append((-1, overlap, params))
         return queries
@@ -579,8 +570,7 @@ def _decode_cursor(cursor: str, identity: str) -> str:
         raise BadRequestError(f"cursor is malformed; {_CURSOR_HINT}")
     if data["q"] != identity:
         raise BadRequestError(
-            "cursor belongs to another query (a different url, direction or relations); "
-            f"{_CURSOR_HINT}"
+            f"cursor belongs to another query (a different url, direction or relations); {_CURSOR_HINT}"
         )
     after: str = data["a"]
     return after

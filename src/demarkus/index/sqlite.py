@@ -479,13 +479,9 @@ class SectionIndex:
             found: dict[int, _Row] = {}
             any_expr = match_any(selective)
             candidate_expr = f"({any_expr}) AND {match_any(selective, ('trail', 'body'))}"
-            for row in self._candidates(
-                snap, candidate_expr, scope, judge, catalog=False, limit=limit
-            ):
+            for row in self._candidates(snap, candidate_expr, scope, judge, catalog=False, limit=limit):
                 found[row.key] = row
-            for row in self._candidates(
-                snap, match_all(terms), scope, judge, catalog=True, limit=limit
-            ):
+            for row in self._candidates(snap, match_all(terms), scope, judge, catalog=True, limit=limit):
                 if row.key not in found or found[row.key].relevance < row.relevance:
                     found[row.key] = row
             if not found:
@@ -545,21 +541,14 @@ class SectionIndex:
         weight) instead of the sections."""
         r = self.ranking
         if catalog:
-            inner = (
-                "SELECT rowid AS id, -bm25(catalog) * ? AS relevance"
-                " FROM catalog WHERE catalog MATCH ?"
-            )
+            inner = "SELECT rowid AS id, -bm25(catalog) * ? AS relevance FROM catalog WHERE catalog MATCH ?"
             params: list[object] = [r.title_weight, expr]
         else:
-            inner = (
-                "SELECT rowid AS id, -bm25(fts, ?, ?, ?) AS relevance FROM fts WHERE fts MATCH ?"
-            )
+            inner = "SELECT rowid AS id, -bm25(fts, ?, ?, ?) AS relevance FROM fts WHERE fts MATCH ?"
             params = [r.title_weight, r.trail_weight, r.body_weight, expr]
         if scope != "/" and self._narrow(snap, scope):
             # unary + keeps SQLite from probing FTS5 once per id: one scan, then a set test
-            inner += (
-                " AND +rowid IN (SELECT id FROM sections WHERE path = ? OR (path > ? AND path < ?))"
-            )
+            inner += " AND +rowid IN (SELECT id FROM sections WHERE path = ? OR (path > ? AND path < ?))"
             params += [scope, scope + "/", scope + "0"]  # "0" sorts right after "/"
         sql = (
             "SELECT t.id, t.relevance, s.path, s.anchor, s.heading, s.importance"
@@ -599,9 +588,7 @@ class SectionIndex:
             )
         }
 
-    def _matched(
-        self, snap: _Snapshot, terms: Sequence[str], keys: Sequence[int]
-    ) -> dict[int, set[int]]:
+    def _matched(self, snap: _Snapshot, terms: Sequence[str], keys: Sequence[int]) -> dict[int, set[int]]:
         """Row id -> indexes of the terms found anywhere in that row: one FTS5 match per
         term (`terms.key` is its index), each kept to the candidate rows."""
         out: dict[int, set[int]] = {}
@@ -641,9 +628,7 @@ class SectionIndex:
             self._counts.put(snap.generation, ("rows", table), held)
         return held
 
-    def _snippets(
-        self, snap: _Snapshot, terms: Sequence[str], keys: Sequence[int]
-    ) -> dict[int, str]:
+    def _snippets(self, snap: _Snapshot, terms: Sequence[str], keys: Sequence[int]) -> dict[int, str]:
         """Row id -> snippet of its text around the query's words (matched through the
         index's own tokenizer, so `releases` lights up for `release`)."""
         if not keys:
@@ -651,15 +636,12 @@ class SectionIndex:
         wanted = {stem for stems in self._stemmer.stems(terms) for stem in stems}
         out: dict[int, str] = {}
         for key, text in snap.db.execute(
-            "SELECT fts.rowid, fts.body FROM json_each(?) AS keys"
-            " CROSS JOIN fts ON fts.rowid = keys.value",
+            "SELECT fts.rowid, fts.body FROM json_each(?) AS keys CROSS JOIN fts ON fts.rowid = keys.value",
             (json.dumps(list(keys)),),
         ):
-            found = sorted({w for w in words(text)})
+            found = sorted(set(words(text)))
             hit_words = {
-                w
-                for w, stems in zip(found, self._stemmer.stems(found), strict=True)
-                if wanted.intersection(stems)
+                w for w, stems in zip(found, self._stemmer.stems(found), strict=True) if wanted.intersection(stems)
             }
             out[key] = snippet(text, hit_words)
         return out
@@ -670,9 +652,7 @@ def _inside(path: str, scope: str) -> bool:
     return scope == "/" or path == scope or path.startswith(scope + "/")
 
 
-def _selective(
-    terms: Sequence[str], counts: Mapping[int, int], rows: int, ranking: Ranking
-) -> list[str]:
+def _selective(terms: Sequence[str], counts: Mapping[int, int], rows: int, ranking: Ranking) -> list[str]:
     """The terms worth asking the engine for, taken rarest first. FTS5 scores every row a
     query matches, so common terms (in more than `common_share` of the rows) and terms
     beyond the first `engine_rows` matched rows cost the most and tell rows apart the
@@ -762,9 +742,7 @@ class _Stemmer:
     def _tokenize(self, words: Sequence[str]) -> dict[str, tuple[str, ...]]:
         self._db.execute("BEGIN")
         try:
-            self._db.executemany(
-                "INSERT INTO scratch (rowid, x) VALUES (?, ?)", enumerate(words, start=1)
-            )
+            self._db.executemany("INSERT INTO scratch (rowid, x) VALUES (?, ?)", enumerate(words, start=1))
             found: dict[int, list[str]] = {}
             for doc, term in self._db.execute("SELECT doc, term FROM tokens ORDER BY doc, offset"):
                 found.setdefault(doc, []).append(term)

@@ -1,7 +1,7 @@
 """Pure markdown: sections with exact byte ranges and anchors, links, `rel-*` relations."""
 
 from .links import Link, Target, extract_links, resolve_target
-from .relations import PREFERRED, Relation, RejectedRelation, parse_relations
+from .relations import PREFERRED, RejectedRelation, Relation, parse_relations
 from .sections import (
     Outline,
     Section,

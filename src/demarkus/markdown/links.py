@@ -71,9 +71,7 @@ def resolve_target(base: str, reference: str) -> Target:
     url = parse_mark_url(resolved)
     if base.lower().startswith(f"{SCHEME}://") and parse_mark_url(base).authority == url.authority:
         return Target(target=url.path, fragment=fragment, authority=None, external=False)
-    return Target(
-        target=url.authority + url.path, fragment=fragment, authority=url.authority, external=False
-    )
+    return Target(target=url.authority + url.path, fragment=fragment, authority=url.authority, external=False)
 
 
 def extract_links(body: bytes, base: str) -> list[Link]:

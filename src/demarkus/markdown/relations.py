@@ -66,9 +66,7 @@ class RejectedRelation:
     reason: str
 
 
-def parse_relations(
-    metadata: Mapping[str, str], base: str
-) -> tuple[list[Relation], list[RejectedRelation]]:
+def parse_relations(metadata: Mapping[str, str], base: str) -> tuple[list[Relation], list[RejectedRelation]]:
     """The relations declared in `metadata` by the document at `base`, and the rejects.
 
     Keys are read in sorted order, references in written order; empty pieces (a

@@ -149,10 +149,7 @@ def parse_outline(body: bytes) -> Outline:
 
 def outline_text(outline: Outline) -> str:
     """One line per section: `<2 spaces per (level-1)>- <title> (#<anchor>, <n> lines)`."""
-    return "".join(
-        f"{'  ' * (s.level - 1)}- {s.title} (#{s.anchor}, {s.lines} lines)\n"
-        for s in outline.sections
-    )
+    return "".join(f"{'  ' * (s.level - 1)}- {s.title} (#{s.anchor}, {s.lines} lines)\n" for s in outline.sections)
 
 
 def opening_paragraph(body: bytes) -> str:
@@ -250,9 +247,7 @@ def parse_body(body: bytes, *, inline: bool) -> ParsedBody:
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise BadRequestError(
-            f"the body is not valid UTF-8 (byte {exc.start}); send markdown as UTF-8 text"
-        ) from exc
+        raise BadRequestError(f"the body is not valid UTF-8 (byte {exc.start}); send markdown as UTF-8 text") from exc
     env: dict[str, Any] = {}
     tokens = (_FULL_BLOCKS if inline else _BLOCKS).parse(text, env)
     if inline:

@@ -28,7 +28,9 @@ WRITE_TOOLS = ("mark_publish", "mark_append", "mark_archive")
 class LocalResolver:
     """Bare paths and mark:// URLs of one authority, confined to a scope."""
 
-    def __init__(self, backend: Backend, authority: str, graph: GraphStore, *, token: str | None = None, scope: str = "/") -> None:
+    def __init__(
+        self, backend: Backend, authority: str, graph: GraphStore, *, token: str | None = None, scope: str = "/"
+    ) -> None:
         self.backend = backend
         self.authority = authority
         self.scope = normalize_scope(scope)
@@ -59,7 +61,9 @@ class LocalResolver:
         elif text.startswith("/"):
             path, _, anchor = text.partition("#")
         else:
-            raise BadRequestError(f"`{text}` is not a path; start it with / (e.g. /index.md) or use {self.authority}/path")
+            raise BadRequestError(
+                f"`{text}` is not a path; start it with / (e.g. /index.md) or use {self.authority}/path"
+            )
         path = canonical_path(path)
         if not in_scope(path, self.scope):
             raise BadRequestError(f"{path} is outside the allowed scope {self.scope}; use a path under {self.scope}")
@@ -114,12 +118,15 @@ APPEND_DESCRIPTION = """Add markdown to the end of a document. expected_version 
 ARCHIVE_DESCRIPTION = """Archive a document: it stops being served and listed; old versions stay readable at /path/vN. Publish an empty body to restore it."""
 
 
-Url = Annotated[str, Field(description="A path such as /docs/a.md (may end in #anchor or /vN#anchor), or a mark:// URL.")]
+Url = Annotated[
+    str, Field(description="A path such as /docs/a.md (may end in #anchor or /vN#anchor), or a mark:// URL.")
+]
 Verbose = Annotated[bool, Field(description="Show every metadata key.")]
 
 
-def build_server(tools_for: Callable[[], Tools], *, name: str = "demarkus", instructions: str | None = None,
-                 writable: bool = True) -> MCPServer:
+def build_server(
+    tools_for: Callable[[], Tools], *, name: str = "demarkus", instructions: str | None = None, writable: bool = True
+) -> MCPServer:
     """An MCPServer whose tools ask `tools_for()` for the caller's `Tools` on every call:
     one instance for a stdio session, one per caller and session behind the gateway."""
     server: MCPServer = MCPServer(name, instructions=instructions, log_level="WARNING")
@@ -129,9 +136,16 @@ def build_server(tools_for: Callable[[], Tools], *, name: str = "demarkus", inst
     async def mark_lookup(
         query: Annotated[str, Field(description="Words to find (at least 2 characters), or * for every document.")],
         url: Annotated[str | None, Field(description="Scope: / or a subtree such as /docs.")] = None,
-        filter: Annotated[str | None, Field(description="key=value clauses, comma-separated: tag=x, modified-after=2026-01-01, or any metadata key.")] = None,
+        filter: Annotated[
+            str | None,
+            Field(
+                description="key=value clauses, comma-separated: tag=x, modified-after=2026-01-01, or any metadata key."
+            ),
+        ] = None,
         limit: Annotated[int | None, Field(description="Rows to return (default 10).")] = None,
-        match: Annotated[str | None, Field(description="catalog (tags and titles, default) or body (section text).")] = None,
+        match: Annotated[
+            str | None, Field(description="catalog (tags and titles, default) or body (section text).")
+        ] = None,
         budget: Annotated[int, Field(description="Tokens of evidence to print after the table; 0 = table only.")] = 0,
         verbose: Verbose = False,
     ) -> str:
@@ -139,7 +153,11 @@ def build_server(tools_for: Callable[[], Tools], *, name: str = "demarkus", inst
 
     @server.tool(name="mark_fetch", description=FETCH_DESCRIPTION)
     @tool_errors
-    async def mark_fetch(url: Url, force: Annotated[bool, Field(description="Return the full body even if large or unchanged.")] = False, verbose: Verbose = False) -> str:
+    async def mark_fetch(
+        url: Url,
+        force: Annotated[bool, Field(description="Return the full body even if large or unchanged.")] = False,
+        verbose: Verbose = False,
+    ) -> str:
         return await tools_for().fetch(url, force, verbose)
 
     @server.tool(name="mark_explore", description=EXPLORE_DESCRIPTION)
@@ -147,7 +165,9 @@ def build_server(tools_for: Callable[[], Tools], *, name: str = "demarkus", inst
     async def mark_explore(
         url: Url,
         direction: Annotated[str, Field(description="incoming, outgoing or both.")] = "both",
-        relations: Annotated[list[str] | None, Field(description="Exact predicates to keep, e.g. [\"supersedes\"]; \"\" = plain links.")] = None,
+        relations: Annotated[
+            list[str] | None, Field(description='Exact predicates to keep, e.g. ["supersedes"]; "" = plain links.')
+        ] = None,
         page_size: Annotated[int, Field(description="Related documents per page (1-100).")] = 10,
         cursor: Annotated[str | None, Field(description="next-cursor from the previous page.")] = None,
         verbose: Verbose = False,
@@ -175,13 +195,19 @@ def build_server(tools_for: Callable[[], Tools], *, name: str = "demarkus", inst
         return await tools_for().versions(url)
 
     if writable:
+
         @server.tool(name="mark_publish", description=PUBLISH_DESCRIPTION)
         @tool_errors
         async def mark_publish(
             url: Url,
             body: Annotated[str, Field(description="The whole markdown document.")],
-            expected_version: Annotated[int | None, Field(description="0 = create only; N = update only version N; omit to skip the check.")] = None,
-            metadata: Annotated[dict[str, str] | None, Field(description="Single-line string values: title, tags, importance, rel-<predicate>.")] = None,
+            expected_version: Annotated[
+                int | None, Field(description="0 = create only; N = update only version N; omit to skip the check.")
+            ] = None,
+            metadata: Annotated[
+                dict[str, str] | None,
+                Field(description="Single-line string values: title, tags, importance, rel-<predicate>."),
+            ] = None,
         ) -> str:
             return await tools_for().publish(url, body, expected_version, metadata)
 

@@ -77,8 +77,7 @@ def outline_body(url: str, outline: Outline) -> str:
 
 def unchanged_notice(version: str) -> str:
     return (
-        f"unchanged since v{version}; the full body was returned earlier this session; "
-        "pass force=true to re-read it\n"
+        f"unchanged since v{version}; the full body was returned earlier this session; pass force=true to re-read it\n"
     )
 
 

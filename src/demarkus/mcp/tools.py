@@ -59,7 +59,9 @@ def check_lookup_arguments(budget: int, match: str | None, limit: int | None) ->
     if budget < 0:
         raise ToolFailure(f"budget {budget} is negative; pass 0 for the table alone or a token count such as 1500")
     if budget > MAX_BUDGET:
-        raise ToolFailure(f"budget {budget} is larger than {MAX_BUDGET} tokens; ask for what you can read, e.g. 1500, and fetch more later")
+        raise ToolFailure(
+            f"budget {budget} is larger than {MAX_BUDGET} tokens; ask for what you can read, e.g. 1500, and fetch more later"
+        )
     if match not in (None, "", "catalog", "body"):
         raise ToolFailure(f"match `{match}` is unknown; use `catalog` (tags and titles) or `body` (section text)")
     if limit is not None and limit < 1:
@@ -132,8 +134,18 @@ class Tools:
         _raise_for_bad_request(response)
         await self._observe(target, response)
         if response.status != Status.OK:
-            return target, response, envelope(response.status, response.metadata, response.text, keys=FETCH_KEYS,
-                                              verbose=verbose, verbose_keys=FETCH_VERBOSE_KEYS)
+            return (
+                target,
+                response,
+                envelope(
+                    response.status,
+                    response.metadata,
+                    response.text,
+                    keys=FETCH_KEYS,
+                    verbose=verbose,
+                    verbose_keys=FETCH_VERBOSE_KEYS,
+                ),
+            )
         return target, response, None
 
     async def _observe(self, target: Target, response: Response) -> None:
@@ -149,9 +161,7 @@ class Tools:
             return
         title = response.metadata.get("title", "")
         version = int(response.metadata.get("version", "0") or 0)
-        self.resolver.graph(target).observe(
-            target.node, title=title, version=version, edges=edges, observed_at=_now()
-        )
+        self.resolver.graph(target).observe(target.node, title=title, version=version, edges=edges, observed_at=_now())
 
     # --- mark_fetch -----------------------------------------------------------------------
 
@@ -164,9 +174,13 @@ class Tools:
             response.body.decode("utf-8")
         except UnicodeDecodeError:
             return envelope(
-                response.status, meta,
+                response.status,
+                meta,
                 "this document is not UTF-8 text and cannot be shown; fetch it with another client\n",
-                keys=FETCH_KEYS, verbose=verbose, verbose_keys=FETCH_VERBOSE_KEYS, extra={"mode": "binary"},
+                keys=FETCH_KEYS,
+                verbose=verbose,
+                verbose_keys=FETCH_VERBOSE_KEYS,
+                extra={"mode": "binary"},
             )
         outline = parse_outline(response.body)
         if target.anchor:
@@ -174,8 +188,15 @@ class Tools:
             if section is None:
                 raise ToolFailure(section_not_found(target.anchor, target.url, [s.anchor for s in outline.sections]))
             text = outline.text(section).decode("utf-8")
-            return envelope(response.status, meta, text, keys=FETCH_KEYS, verbose=verbose,
-                            verbose_keys=FETCH_VERBOSE_KEYS, extra={"section": f"#{section.anchor}"})
+            return envelope(
+                response.status,
+                meta,
+                text,
+                keys=FETCH_KEYS,
+                verbose=verbose,
+                verbose_keys=FETCH_VERBOSE_KEYS,
+                extra={"section": f"#{section.anchor}"},
+            )
         identity = (meta.get("version", ""), meta.get("etag", ""))
         earlier = self._returned.get(target.node)
         extra: dict[str, str] = {}
@@ -187,11 +208,25 @@ class Tools:
         if len(response.body) >= OUTLINE_THRESHOLD and not force:
             extra["mode"] = "outline"
             extra["size"] = f"{len(response.body)} bytes, {count_lines(response.body)} lines"
-            return envelope(response.status, meta, outline_body(target.url, outline), keys=FETCH_KEYS,
-                            verbose=verbose, verbose_keys=FETCH_VERBOSE_KEYS, extra=extra)
+            return envelope(
+                response.status,
+                meta,
+                outline_body(target.url, outline),
+                keys=FETCH_KEYS,
+                verbose=verbose,
+                verbose_keys=FETCH_VERBOSE_KEYS,
+                extra=extra,
+            )
         self._returned[target.node] = identity
-        return envelope(response.status, meta, response.text, keys=FETCH_KEYS, verbose=verbose,
-                        verbose_keys=FETCH_VERBOSE_KEYS, extra=extra)
+        return envelope(
+            response.status,
+            meta,
+            response.text,
+            keys=FETCH_KEYS,
+            verbose=verbose,
+            verbose_keys=FETCH_VERBOSE_KEYS,
+            extra=extra,
+        )
 
     # --- mark_lookup ----------------------------------------------------------------------
 
@@ -209,12 +244,16 @@ class Tools:
         target = self._resolve(url if url is not None else self.resolver.default_scope)
         if target.anchor:
             raise ToolFailure(f"the lookup scope {url} cannot have an #anchor; pass a directory such as / or /docs")
-        response = await target.backend.lookup(target.path, query, filter=filter, limit=limit, match=match or None, token=target.token)
+        response = await target.backend.lookup(
+            target.path, query, filter=filter, limit=limit, match=match or None, token=target.token
+        )
         _raise_for_bad_request(response)
         extra: dict[str, str] = {}
         if match == "body" and response.ok and response.metadata.get("match") != "body":
             extra["note"] = f"answered from the catalog: {catalog_reason(query)}"
-        text = envelope(response.status, response.metadata, response.text, keys=LOOKUP_KEYS, verbose=verbose, extra=extra)
+        text = envelope(
+            response.status, response.metadata, response.text, keys=LOOKUP_KEYS, verbose=verbose, extra=extra
+        )
         if budget > 0 and response.status == Status.OK:
             # The budget covers the whole result: envelope and table included. The evidence
             # shows what the snippets preview, so the table drops that column, and ditto
@@ -260,8 +299,14 @@ class Tools:
         meta = response.metadata
         graph = self.resolver.graph(target)
         try:
-            page = graph.neighborhood(target.node, direction=direction, relations=list(relations) if relations is not None else None,
-                                      page_size=page_size, cursor=cursor, within=self.resolver.within(target))
+            page = graph.neighborhood(
+                target.node,
+                direction=direction,
+                relations=list(relations) if relations is not None else None,
+                page_size=page_size,
+                cursor=cursor,
+                within=self.resolver.within(target),
+            )
         except (DemarkusError, ValueError) as exc:
             raise ToolFailure(str(exc)) from exc
         outline = parse_outline(response.body)
@@ -276,7 +321,9 @@ class Tools:
         ]
         body = "\n".join(p.rstrip("\n") + "\n" for p in parts if p)
         extra = {"size": f"{len(response.body)} bytes, {count_lines(response.body)} lines"}
-        return envelope(response.status, meta, body, keys=FETCH_KEYS, verbose=verbose, verbose_keys=FETCH_VERBOSE_KEYS, extra=extra)
+        return envelope(
+            response.status, meta, body, keys=FETCH_KEYS, verbose=verbose, verbose_keys=FETCH_VERBOSE_KEYS, extra=extra
+        )
 
     async def _siblings(self, target: Target) -> str:
         directory = target.path.rsplit("/", 1)[0] + "/"
@@ -302,9 +349,13 @@ class Tools:
 
     # --- mark_list / mark_versions --------------------------------------------------------
 
-    async def list(self, url: str = "/", cursor: str | None = None, include_archived: bool = False, verbose: bool = False) -> str:
+    async def list(
+        self, url: str = "/", cursor: str | None = None, include_archived: bool = False, verbose: bool = False
+    ) -> str:
         target = self._resolve(url)
-        response = await target.backend.list(target.path, token=target.token, include_archived=include_archived, cursor=cursor)
+        response = await target.backend.list(
+            target.path, token=target.token, include_archived=include_archived, cursor=cursor
+        )
         _raise_for_bad_request(response)
         return envelope(response.status, response.metadata, response.text, keys=LIST_KEYS, verbose=verbose)
 
@@ -316,9 +367,13 @@ class Tools:
 
     # --- writes ---------------------------------------------------------------------------
 
-    async def publish(self, url: str, body: str, expected_version: int | None = None, metadata: Mapping[str, str] | None = None) -> str:
+    async def publish(
+        self, url: str, body: str, expected_version: int | None = None, metadata: Mapping[str, str] | None = None
+    ) -> str:
         target = self._resolve(url)
-        response = await target.backend.publish(target.path, body, metadata=metadata or {}, expected_version=expected_version, token=target.token)
+        response = await target.backend.publish(
+            target.path, body, metadata=metadata or {}, expected_version=expected_version, token=target.token
+        )
         _raise_for_bad_request(response)
         return envelope(response.status, response.metadata, response.text, keys=WRITE_KEYS)
 

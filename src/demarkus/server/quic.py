@@ -90,8 +90,7 @@ class _Connection(QuicConnectionProtocol):
         if not self.intake.knows(stream_id):
             if self._server.closing:
                 shutting_down = ServerError("The server is shutting down. Retry in a moment.")
-                self._refuse(stream_id, self.intake.refuse(stream_id, shutting_down, end),
-                             time.perf_counter())
+                self._refuse(stream_id, self.intake.refuse(stream_id, shutting_down, end), time.perf_counter())
                 return
             timer = self._loop.call_later(READ_TIMEOUT, self._expire, stream_id)
             self._arriving[stream_id] = (time.perf_counter(), timer)
@@ -150,9 +149,7 @@ class _Connection(QuicConnectionProtocol):
                 response = response_for_error(exc)
             except Exception:  # the top of a stream: log it and keep serving the others
                 log.exception("%s %s failed", verb, path)
-                response = error_response(
-                    Status.SERVER_ERROR, "The server failed to answer this request. Retry it."
-                )
+                response = error_response(Status.SERVER_ERROR, "The server failed to answer this request. Retry it.")
             if not self._send(stream_id, response):
                 log.info("%s %s: the client stopped the stream; the answer was not sent", verb, path)
                 return

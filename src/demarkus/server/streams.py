@@ -168,8 +168,7 @@ class Intake:
             )
         if self._budget.streams >= MAX_SERVER_STREAMS:
             return RateLimitedError(
-                f"the server is answering {MAX_SERVER_STREAMS} requests at once; retry in a "
-                "few seconds"
+                f"the server is answering {MAX_SERVER_STREAMS} requests at once; retry in a few seconds"
             )
         return None
 

@@ -201,9 +201,7 @@ class FileStore:
         """
         loc = self._locate(path)
         if not layout.is_real_dir(loc.file):
-            raise NotFoundError(
-                f"`{loc.path}` is not a directory; FETCH it if it is a document, or LIST its parent"
-            )
+            raise NotFoundError(f"`{loc.path}` is not a directory; FETCH it if it is a document, or LIST its parent")
         entries = []
         for name in sorted(os.listdir(loc.file)):
             if name.startswith(".") or name == layout.VERSIONS:
@@ -263,8 +261,7 @@ class FileStore:
         metadata = _checked_metadata(metadata)
         if expected_version is not None and expected_version < 0:
             raise BadRequestError(
-                f"expected-version {expected_version} is invalid; send 0 to create, "
-                "or the current version number"
+                f"expected-version {expected_version} is invalid; send 0 to create, or the current version number"
             )
         with self._write_lock():
             if not loc.name or layout.is_real_dir(loc.file):
@@ -278,10 +275,7 @@ class FileStore:
                 current = max(layout.version_numbers(loc), default=0) + 1
             previous = self._load(loc, current) if current and not flat else None
             if previous is not None and previous.archived:
-                raise ArchivedError(
-                    f"`{loc.path}` is archived; unarchive it by publishing an empty body, "
-                    "then retry"
-                )
+                raise ArchivedError(f"`{loc.path}` is archived; unarchive it by publishing an empty body, then retry")
             _check_expected(loc.path, expected_version, current)
             layout.make_versions_dir(loc)
             if flat:
@@ -379,8 +373,7 @@ class FileStore:
             ) from exc
         if vf.version != number:
             raise IntegrityError(
-                f"version file {number} of `{loc.path}` says version {vf.version}; "
-                "restore it from a backup"
+                f"version file {number} of `{loc.path}` says version {vf.version}; restore it from a backup"
             )
         return StoredVersion(
             path=loc.path,
@@ -501,9 +494,7 @@ def _check_body(path: str, body: bytes) -> None:
     try:
         body.decode("utf-8")
     except UnicodeDecodeError:
-        raise BadRequestError(
-            f"the body for `{path}` is not valid UTF-8; send UTF-8 markdown"
-        ) from None
+        raise BadRequestError(f"the body for `{path}` is not valid UTF-8; send UTF-8 markdown") from None
 
 
 def _checked_metadata(metadata: Mapping[str, str]) -> dict[str, str]:
@@ -515,13 +506,11 @@ def _checked_metadata(metadata: Mapping[str, str]) -> dict[str, str]:
     for key, value in metadata.items():
         if not _KEY_RE.fullmatch(key):
             raise BadRequestError(
-                f"metadata key `{key}` is malformed: keys use only lowercase letters, digits "
-                "and hyphens"
+                f"metadata key `{key}` is malformed: keys use only lowercase letters, digits and hyphens"
             )
         if any((ord(c) < 32 and c != "\t") or 0xD800 <= ord(c) <= 0xDFFF for c in value):
             raise BadRequestError(
-                f"metadata value of `{key}` contains a line break or control character; "
-                "values are single lines of text"
+                f"metadata value of `{key}` contains a line break or control character; values are single lines of text"
             )
     return dict(metadata)
 

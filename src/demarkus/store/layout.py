@@ -73,18 +73,13 @@ def locate(root: Path, path: str) -> Location:
     segments = [s for s in path.split("/") if s]
     for segment in segments:
         if segment.startswith("."):
-            raise BadRequestError(
-                f"`{path}` has a segment starting with `.`; hidden names are not stored"
-            )
+            raise BadRequestError(f"`{path}` has a segment starting with `.`; hidden names are not stored")
         if segment == VERSIONS:
             raise BadRequestError(
-                f"`{path}` uses `versions` as a name, which is reserved for version history; "
-                "choose another name"
+                f"`{path}` uses `versions` as a name, which is reserved for version history; choose another name"
             )
         if len(segment.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
-            raise BadRequestError(
-                f"a segment of `{path[:80]}` is longer than {MAX_NAME_BYTES} bytes; shorten it"
-            )
+            raise BadRequestError(f"a segment of `{path[:80]}` is longer than {MAX_NAME_BYTES} bytes; shorten it")
     directory = root
     for segment in segments[:-1]:
         directory = directory / segment
@@ -94,8 +89,7 @@ def locate(root: Path, path: str) -> Location:
             continue
         if stat.S_ISLNK(mode):
             raise NotFoundError(
-                f"`{path}` passes through a symbolic link, which could leave the document "
-                "root; it is not served"
+                f"`{path}` passes through a symbolic link, which could leave the document root; it is not served"
             )
         if not stat.S_ISDIR(mode):
             raise NotFoundError(f"`{path}` is not found: `{segment}` is not a directory")
@@ -156,9 +150,7 @@ def walk(root: Path) -> Iterator[tuple[str, Path, list[str]]]:
     """(request path, disk path, visible names) for every real, visible directory."""
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
-        dirnames[:] = sorted(
-            d for d in dirnames if not d.startswith(".") and d != VERSIONS and is_real_dir(here / d)
-        )
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != VERSIONS and is_real_dir(here / d))
         relative = here.relative_to(root).as_posix()
         directory = "/" if relative == "." else "/" + relative
         yield directory, here, sorted(n for n in filenames if not n.startswith("."))
@@ -175,9 +167,7 @@ def read_version_file(loc: Location, number: int) -> tuple[bytes, float]:
         fd = os.open(loc.version_file(number), os.O_RDONLY | os.O_NOFOLLOW)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise NotFoundError(
-                f"version {number} of `{loc.path}` is a symbolic link; it is not served"
-            ) from None
+            raise NotFoundError(f"version {number} of `{loc.path}` is a symbolic link; it is not served") from None
         raise
     try:
         mtime = os.fstat(fd).st_mtime
@@ -219,13 +209,9 @@ def make_versions_dir(loc: Location) -> None:
     try:
         loc.versions_dir.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
-        raise BadRequestError(
-            f"cannot create `{loc.path}`: a document already uses one of its parent names"
-        ) from None
+        raise BadRequestError(f"cannot create `{loc.path}`: a document already uses one of its parent names") from None
     if not is_real_dir(loc.versions_dir):
-        raise NotFoundError(
-            f"`{loc.path}` has a `versions` entry that is not a real directory; it is not served"
-        )
+        raise NotFoundError(f"`{loc.path}` has a `versions` entry that is not a real directory; it is not served")
 
 
 def write_temp(loc: Location, raw: bytes) -> Path:

@@ -149,9 +149,7 @@ def _decode_fields(keys: list[str], loaded: dict[str, object], body: bytes) -> V
     store_keys = [k for k in keys if k in _STORE_FIELDS]
     in_order = store_keys == list(_STORE_FIELDS[: len(store_keys)])
     if keys[: len(store_keys)] != store_keys or not in_order:
-        raise IntegrityError(
-            "store fields must come first, in the order version, archived, previous-hash"
-        )
+        raise IntegrityError("store fields must come first, in the order version, archived, previous-hash")
     if len(store_keys) < 2:
         raise IntegrityError("the version file lacks its `version` or `archived` field")
     version_text, archived_text = loaded["version"], loaded["archived"]

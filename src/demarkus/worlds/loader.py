@@ -59,17 +59,13 @@ async def _already_loaded(doc: WorldDocument, backend: Backend, token: str | Non
     current = (await backend.fetch(doc.path, token=token)).raise_for_status()
     want = "sha256-" + hashlib.sha256(doc.versions[-1].encode("utf-8")).hexdigest()
     if current.metadata.get("content-hash") != want:
-        raise ConflictError(
-            f"{doc.path} already exists with different content; load the world into an empty store"
-        )
+        raise ConflictError(f"{doc.path} already exists with different content; load the world into an empty store")
     return True
 
 
 async def _publish_versions(doc: WorldDocument, backend: Backend, token: str | None) -> int:
     for number, body in enumerate(doc.versions):
-        response = await backend.publish(
-            doc.path, body, metadata=doc.metadata, expected_version=number, token=token
-        )
+        response = await backend.publish(doc.path, body, metadata=doc.metadata, expected_version=number, token=token)
         try:
             response.raise_for_status()
         except DemarkusError as exc:

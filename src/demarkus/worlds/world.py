@@ -162,15 +162,12 @@ def open_world(path: Path) -> World:
     fmt = manifest.get("format")
     if fmt != FORMAT:
         raise ConfigError(
-            f"{manifest_path}: format is {fmt!r}, expected {FORMAT!r}; "
-            "this loader reads only that format"
+            f"{manifest_path}: format is {fmt!r}, expected {FORMAT!r}; this loader reads only that format"
         )
     world_id = _manifest_str(manifest_path, manifest, "id")
     authority = _manifest_str(manifest_path, manifest, "authority")
     if not authority.startswith("mark://") or len(authority) == len("mark://"):
-        raise ConfigError(
-            f"{manifest_path}: authority {authority!r} must look like `mark://host`"
-        )
+        raise ConfigError(f"{manifest_path}: authority {authority!r} must look like `mark://host`")
     source = manifest.get("source", "")
     if not isinstance(source, str):
         raise ConfigError(f"{manifest_path}: `source` must be a string")
@@ -185,8 +182,7 @@ def open_world(path: Path) -> World:
         expected = _manifest_str(manifest_path, manifest, key)
         if not _DIGEST_RE.fullmatch(expected):
             raise ConfigError(
-                f"{manifest_path}: `{key}` is {expected!r}; expected `sha256-` followed by "
-                "64 lowercase hex digits"
+                f"{manifest_path}: `{key}` is {expected!r}; expected `sha256-` followed by 64 lowercase hex digits"
             )
         file_path = root / name
         actual = file_sha256(file_path)
@@ -213,8 +209,7 @@ def demo_world_path() -> Path:
         return Path(os.fspath(folder))  # type: ignore[arg-type]
     except TypeError as exc:  # a zipped install: resources are not plain files
         raise ConfigError(
-            "the bundled demo world is not on the file system (zipped install?); "
-            "install demarkus as a regular package"
+            "the bundled demo world is not on the file system (zipped install?); install demarkus as a regular package"
         ) from exc
 
 
@@ -260,9 +255,7 @@ def _load_json(path: Path, data: bytes) -> Any:
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path} is not valid UTF-8 (byte {exc.start})") from exc
     except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"{path} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-        ) from exc
+        raise ConfigError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from exc
 
 
 def _load_verified_json(path: Path, expected: str) -> Any:
@@ -310,8 +303,7 @@ def _parse_line(path: Path, number: int, raw: bytes) -> WorldDocument:
     extra = sorted(data.keys() - _DOCUMENT_KEYS)
     if extra:
         raise ConfigError(
-            f"{where} has unknown keys {', '.join(extra)}; a document line holds only "
-            "path, metadata and versions"
+            f"{where} has unknown keys {', '.join(extra)}; a document line holds only path, metadata and versions"
         )
     doc_path = data["path"]
     if not (isinstance(doc_path, str) and doc_path.startswith("/") and doc_path.endswith(".md")):
@@ -330,23 +322,13 @@ def _parse_line(path: Path, number: int, raw: bytes) -> WorldDocument:
     except BadRequestError as exc:
         raise ConfigError(f"{where}: {exc}") from exc
     versions = data["versions"]
-    if (
-        not isinstance(versions, list)
-        or not versions
-        or not all(isinstance(v, str) for v in versions)
-    ):
-        raise ConfigError(
-            f"{where}: versions must be a non-empty list of markdown bodies (strings)"
-        )
+    if not isinstance(versions, list) or not versions or not all(isinstance(v, str) for v in versions):
+        raise ConfigError(f"{where}: versions must be a non-empty list of markdown bodies (strings)")
     for index, body in enumerate(versions, start=1):
         size = len(body.encode("utf-8"))
         if size > MAX_BODY:
-            raise ConfigError(
-                f"{where}: version {index} is {size} bytes; a body may hold at most {MAX_BODY}"
-            )
-    return WorldDocument(
-        path=doc_path, metadata=MappingProxyType(dict(metadata)), versions=tuple(versions)
-    )
+            raise ConfigError(f"{where}: version {index} is {size} bytes; a body may hold at most {MAX_BODY}")
+    return WorldDocument(path=doc_path, metadata=MappingProxyType(dict(metadata)), versions=tuple(versions))
 
 
 def _check_questions(path: Path, data: Any) -> list[dict[str, Any]]:
@@ -365,19 +347,13 @@ def _check_questions(path: Path, data: Any) -> list[dict[str, Any]]:
         ids.add(qid)
         if item.get("category") not in CATEGORIES:
             raise ConfigError(
-                f"{where} ({qid}): category {item.get('category')!r} is not one of "
-                f"{', '.join(sorted(CATEGORIES))}"
+                f"{where} ({qid}): category {item.get('category')!r} is not one of {', '.join(sorted(CATEGORIES))}"
             )
         if not isinstance(item.get("question"), str) or not item["question"]:
             raise ConfigError(f"{where} ({qid}): `question` must be a non-empty string")
         fields = item.get("fields")
-        if not isinstance(fields, dict) or not all(
-            isinstance(k, str) and v in FIELD_TYPES for k, v in fields.items()
-        ):
-            raise ConfigError(
-                f"{where} ({qid}): `fields` must map names to one of "
-                f"{', '.join(sorted(FIELD_TYPES))}"
-            )
+        if not isinstance(fields, dict) or not all(isinstance(k, str) and v in FIELD_TYPES for k, v in fields.items()):
+            raise ConfigError(f"{where} ({qid}): `fields` must map names to one of {', '.join(sorted(FIELD_TYPES))}")
         scope = item.get("scope", "/")
         if not isinstance(scope, str) or not scope.startswith("/"):
             raise ConfigError(f"{where} ({qid}): `scope` must be a path starting with `/`")
@@ -401,9 +377,7 @@ def check_rubric(path: Path, data: Any) -> dict[str, Any]:
             or not isinstance(entry.get("evidence"), dict)
             or not isinstance(entry.get("abstain"), bool)
         ):
-            raise ConfigError(
-                f"{where} needs `answer` (object), `evidence` (object) and `abstain` (bool)"
-            )
+            raise ConfigError(f"{where} needs `answer` (object), `evidence` (object) and `abstain` (bool)")
         for field, items in entry["evidence"].items():
             if not isinstance(items, list) or not all(
                 isinstance(e, dict)
@@ -415,7 +389,6 @@ def check_rubric(path: Path, data: Any) -> dict[str, Any]:
                 for e in items
             ):
                 raise ConfigError(
-                    f"{where}: evidence for `{field}` must be a list of "
-                    "{path, version, anchor, quote} objects"
+                    f"{where}: evidence for `{field}` must be a list of {{path, version, anchor, quote}} objects"
                 )
     return data
