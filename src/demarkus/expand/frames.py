@@ -1,0 +1,313 @@
+"""The `>>>` frame grammar of a budgeted lookup: the one writer and the one parser. Pure.
+
+After the table, every line that starts with `>>> ` is a frame:
+
+```
+>>> /a.md/v3#decision                                 a block: a blank line, the evidence, a blank line
+>>> /b.md/v1 (via /a.md/v3 supersedes)                a related block, headed with the relation
+>>> rel: /a.md/v3 supersedes /b.md                    one declared relation of an expanded document
+>>> rel: /a.md/v3 declares 7 relations; fetch it to see them
+>>> /a.md/v3#hashes: within /a.md/v3#checks above     a row already shown by an earlier block
+>>> /c.md/v2#x: same text as /a.md/v3#y above         byte-identical text printed once
+>>> note: did not fit: /d.md#x (~120 tokens) +2 more  what did not fit, with its size
+>>> note: fetch limit of 10 documents reached; 2 not fetched
+>>> note: expanded 2 of 3 rows and 1 related document; used 1432 of 1500 tokens
+>>> note: ...                                         any other note (a failed fetch, a missing anchor)
+```
+Inside a block, `[…]` stands where text of its section is left out, `[#anchor shown
+above]` and `[#anchor: same text as LOC above]` where an earlier block already shows it,
+`[sub-sections not shown: #a, #b]` after a section printed without them, and a last line
+`[… ~N tokens more: fetch LOC]` says how much of the block's range is not shown. A line
+of evidence that starts with `>>>` is written with one leading space (the parser takes it
+off again), so a frame is never forged by the text it frames. The location of a frame is
+its first word.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+FRAME = ">>> "
+ELIDED = "[…]"
+"""Where an excerpt leaves out text of its section."""
+
+_GUARD = re.compile(r"(?m)^>>>")
+_VERSIONED = re.compile(r"\A(.+?)/v([1-9][0-9]*)\Z")
+_VIA = re.compile(r"\A(\S+) \(via (\S+) (\S+)\)\Z")
+_STUB = re.compile(r"\A(\S+): (within|same text as) (\S+) above\Z")
+_UNLISTED = re.compile(r"\Arel: (\S+) declares ([0-9]+) relations; fetch it to see them\Z")
+_OMITTED = re.compile(r"(\S+) \(~([0-9]+) tokens\)")
+_OMITTED_MORE = re.compile(r" \+([0-9]+) more\Z")
+_OMITTED_COUNT = re.compile(r"\A([0-9]+) blocks?\Z")
+_FETCH_LIMIT = re.compile(r"\Afetch limit of ([0-9]+) documents reached; ([0-9]+) not fetched\Z")
+_CLOSING = re.compile(
+    r"\Aexpanded ([0-9]+) of ([0-9]+) rows(?: and ([0-9]+) related documents?)?; used ([0-9]+) of ([0-9]+) tokens\Z"
+)
+
+
+# --- locations --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """A frame's location: `path[/vN][#anchor]`, where the path may be a mark:// URL."""
+
+    path: str
+    version: int | None = None
+    anchor: str = ""
+
+    @classmethod
+    def parse(cls, word: str) -> Location:
+        location, _, anchor = word.partition("#")
+        found = _VERSIONED.match(location)
+        if found is None:
+            return cls(location, None, anchor)
+        return cls(found.group(1), int(found.group(2)), anchor)
+
+    def __str__(self) -> str:
+        pinned = f"{self.path}/v{self.version}" if self.version is not None else self.path
+        return f"{pinned}#{self.anchor}" if self.anchor else pinned
+
+
+# --- frames as values -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """Evidence text of `location`; `via` is `(source, predicate)` for a related document."""
+
+    location: Location
+    text: str
+    via: tuple[Location, str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Relation:
+    """One relation the subject declares; `target` as written (it may carry a #fragment
+    or name another authority)."""
+
+    subject: Location
+    predicate: str
+    target: str
+
+
+@dataclass(frozen=True, slots=True)
+class Unlisted:
+    """The subject declares `count` relations that did not fit."""
+
+    subject: Location
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Within:
+    """A row whose whole range the earlier block `covering` already shows."""
+
+    location: Location
+    covering: Location
+
+
+@dataclass(frozen=True, slots=True)
+class SameText:
+    """A range whose text is byte-identical to the earlier block `first`."""
+
+    location: Location
+    first: Location
+
+
+@dataclass(frozen=True, slots=True)
+class Omitted:
+    """What did not fit: `(location, tokens)` for the ones named, and how many more."""
+
+    named: tuple[tuple[Location, int], ...]
+    more: int
+
+
+@dataclass(frozen=True, slots=True)
+class FetchLimit:
+    limit: int
+    not_fetched: int
+
+
+@dataclass(frozen=True, slots=True)
+class Closing:
+    """The last frame: how many rows and related documents printed, and the tokens used."""
+
+    expanded: int
+    rows: int
+    related: int
+    used: int
+    budget: int
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """Any other note: a failed fetch, a missing anchor, a table too large."""
+
+    text: str
+
+
+Frame = Block | Relation | Unlisted | Within | SameText | Omitted | FetchLimit | Closing | Note
+
+
+# --- the writer -------------------------------------------------------------------------
+
+
+def block(header: str, text: str) -> str:
+    """A block frame: `header` is the location, followed by `(via ...)` for a related one."""
+    return f"{FRAME}{header}\n\n{_GUARD.sub(' >>>', text).strip(chr(10))}\n\n"
+
+
+def via(source: str, predicate: str) -> str:
+    """What follows a related block's location."""
+    return f" (via {source} {predicate})"
+
+
+def line(text: str) -> str:
+    return f"{FRAME}{text}\n"
+
+
+def relation(subject: str, predicate: str, target: str) -> str:
+    return line(f"rel: {subject} {predicate} {target}")
+
+
+def unlisted(subject: str, count: int) -> str:
+    return line(f"rel: {subject} declares {count} relations; fetch it to see them")
+
+
+def within(location: str, covering: str) -> str:
+    return line(f"{location}: within {covering} above")
+
+
+def same_text(location: str, first: str) -> str:
+    return line(f"{location}: same text as {first} above")
+
+
+def note(text: str) -> str:
+    return line(f"note: {text}")
+
+
+def omission_label(location: str, tokens: int) -> str:
+    """One entry of the omission note."""
+    return f"{location} (~{tokens} tokens)"
+
+
+def omitted(labels: Sequence[str], count: int) -> str:
+    """The omission note: the first `labels`, and how many of `count` are left unnamed."""
+    more = count - len(labels)
+    if labels:
+        items = ", ".join(labels) + (f" +{more} more" if more else "")
+    else:
+        items = f"{more} block{'s' if more != 1 else ''}"
+    return note(f"did not fit: {items}")
+
+
+def fetch_limit(limit: int, not_fetched: int) -> str:
+    return note(f"fetch limit of {limit} documents reached; {not_fetched} not fetched")
+
+
+def closing(expanded: int, rows: int, related: int, used: int, budget: int) -> str:
+    clause = f" and {related} related document{'s' if related != 1 else ''}" if related else ""
+    return note(f"expanded {expanded} of {rows} rows{clause}; used {used} of {budget} tokens")
+
+
+def shown_above(anchor: str) -> str:
+    """Stands, inside a block, for an earlier block of the same document."""
+    return f"[#{anchor} shown above]"
+
+
+def same_text_above(anchor: str, first: str) -> str:
+    """Stands, inside a block, for a section whose text an earlier block printed."""
+    return f"[#{anchor}: same text as {first} above]"
+
+
+def subsections_not_shown(anchors: Sequence[str]) -> str:
+    return "[sub-sections not shown: " + ", ".join(f"#{anchor}" for anchor in anchors) + "]"
+
+
+def rest(tokens: int, location: str) -> str:
+    """The last line of a block that does not show all of its range."""
+    return f"[… ~{tokens} tokens more: fetch {location}]"
+
+
+# --- the parser -------------------------------------------------------------------------
+
+
+def parse(text: str) -> list[Frame]:
+    """Every frame of a lookup result, in order; lines before the first frame (the
+    envelope and the table) are not frames."""
+    frames: list[Frame] = []
+    header: str | None = None
+    lines: list[str] = []
+
+    def close() -> None:
+        if header is not None:
+            frames.append(_block(header, "\n".join(lines).strip("\n")))
+
+    for raw in text.split("\n"):
+        if raw.startswith(FRAME):
+            close()
+            header, lines = None, []
+            word = raw[len(FRAME) :]
+            if _is_line(word):
+                frames.append(_line(word))
+            else:
+                header = word
+        elif header is not None:
+            lines.append(raw[1:] if raw.startswith(" >>>") else raw)
+    close()
+    return frames
+
+
+def blocks(text: str) -> list[Block]:
+    """The evidence blocks of a lookup result, in order."""
+    return [frame for frame in parse(text) if isinstance(frame, Block)]
+
+
+def _is_line(word: str) -> bool:
+    first = word.split(" ", 1)[0]
+    return first in ("note:", "rel:") or first.endswith(":")
+
+
+def _block(header: str, text: str) -> Block:
+    found = _VIA.match(header)
+    if found is None:
+        return Block(Location.parse(header), text)
+    return Block(Location.parse(found.group(1)), text, (Location.parse(found.group(2)), found.group(3)))
+
+
+def _line(word: str) -> Frame:
+    if word.startswith("note: "):
+        return _note(word[len("note: ") :])
+    found = _UNLISTED.match(word)
+    if found is not None:
+        return Unlisted(Location.parse(found.group(1)), int(found.group(2)))
+    if word.startswith("rel: "):
+        subject, predicate, target = (word[len("rel: ") :].split(" ", 2) + ["", ""])[:3]
+        return Relation(Location.parse(subject), predicate, target)
+    found = _STUB.match(word)
+    if found is not None:
+        location, other = Location.parse(found.group(1)), Location.parse(found.group(3))
+        return Within(location, other) if found.group(2) == "within" else SameText(location, other)
+    return Note(word)
+
+
+def _note(text: str) -> Frame:
+    if text.startswith("did not fit: "):
+        items = text[len("did not fit: ") :]
+        count = _OMITTED_COUNT.match(items)
+        if count is not None:
+            return Omitted((), int(count.group(1)))
+        more = _OMITTED_MORE.search(items)
+        named = tuple((Location.parse(m.group(1)), int(m.group(2))) for m in _OMITTED.finditer(items))
+        return Omitted(named, int(more.group(1)) if more else 0)
+    found = _FETCH_LIMIT.match(text)
+    if found is not None:
+        return FetchLimit(int(found.group(1)), int(found.group(2)))
+    found = _CLOSING.match(text)
+    if found is not None:
+        expanded, rows, related, used, budget = found.groups()
+        return Closing(int(expanded), int(rows), int(related or 0), int(used), int(budget))
+    return Note(text)

@@ -1,0 +1,93 @@
+"""The `>>>` grammar: what the writer prints, the parser reads back as the same values."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from demarkus.expand import frames
+from demarkus.expand.frames import (
+    Block,
+    Closing,
+    FetchLimit,
+    Location,
+    Note,
+    Omitted,
+    Relation,
+    SameText,
+    Unlisted,
+    Within,
+)
+
+_segments = st.text(alphabet="abcxyz-_.0123", min_size=1, max_size=8).filter(lambda s: s not in (".", ".."))
+_paths = st.lists(_segments, min_size=1, max_size=3).map(lambda parts: "/" + "/".join(parts) + ".md")
+_worlds = st.sampled_from(["", "mark://peps", "mark://w-2"])
+_locations = st.builds(
+    Location,
+    st.tuples(_worlds, _paths).map("".join),
+    st.none() | st.integers(1, 400),
+    st.sampled_from(["", "intro", "step-1-check-quorum", "a_b"]),
+)
+_texts = st.text(alphabet=st.sampled_from(list("ab >#\n[]…~")), max_size=60).map(lambda t: t.strip("\n"))
+
+
+def test_a_location_round_trips_through_its_text():
+    for word in ("/a.md", "/a.md/v3", "/a.md/v3#x", "mark://w/docs/a.md/v12#step-1", "/a.md#x"):
+        assert str(Location.parse(word)) == word
+    assert Location.parse("mark://w/docs/a.md/v12#s") == Location("mark://w/docs/a.md", 12, "s")
+
+
+@given(_locations, _texts, st.none() | st.tuples(_locations, st.sampled_from(["supersedes", "depends-on"])))
+def test_a_block_reads_back_as_written(location: Location, text: str, via):
+    header = str(location) + (frames.via(str(via[0]), via[1]) if via else "")
+    written = frames.block(header, text)
+    (parsed,) = frames.parse("status: ok\n\n| table |\n\n" + written)
+    assert parsed == Block(location, text.strip("\n"), via)
+
+
+def test_evidence_that_looks_like_a_frame_cannot_forge_one():
+    written = frames.block("/a.md/v1#x", "quoted:\n>>> note: forged\n>>> /b.md/v1")
+    assert written.count("\n>>> ") == 0
+    assert frames.parse(written) == [Block(Location("/a.md", 1, "x"), "quoted:\n>>> note: forged\n>>> /b.md/v1")]
+
+
+@given(st.lists(_locations, max_size=4), st.integers(0, 99), _locations, _locations, st.integers(0, 5))
+def test_every_line_frame_reads_back_as_written(named: list[Location], extra: int, one: Location, two: Location, n):
+    labels = [frames.omission_label(str(loc), 10 + i) for i, loc in enumerate(named)]
+    text = "".join(
+        [
+            frames.relation(str(one), "supersedes", str(two)),
+            frames.unlisted(str(one), n + 2),
+            frames.within(str(one), str(two)),
+            frames.same_text(str(two), str(one)),
+            frames.omitted(labels, len(labels) + extra),
+            frames.fetch_limit(10, n),
+            frames.note(f"{two}: world w did not answer FETCH"),
+            frames.closing(n, n + 1, n % 3, 1000 + n, 1500),
+        ]
+    )
+    assert frames.parse(text) == [
+        Relation(one, "supersedes", str(two)),
+        Unlisted(one, n + 2),
+        Within(one, two),
+        SameText(two, one),
+        Omitted(tuple((loc, 10 + i) for i, loc in enumerate(named)), extra),
+        FetchLimit(10, n),
+        Note(f"{two}: world w did not answer FETCH"),
+        Closing(n, n + 1, n % 3, 1000 + n, 1500),
+    ]
+
+
+def test_a_relation_keeps_its_target_as_written():
+    (parsed,) = frames.parse(frames.relation("/a.md/v3", "depends-on", "mark://other/x.md#y"))
+    assert parsed == Relation(Location("/a.md", 3), "depends-on", "mark://other/x.md#y")
+
+
+def test_blocks_lists_only_the_evidence_blocks_in_order():
+    text = (
+        frames.block("/a.md/v1#x", "one")
+        + frames.relation("/a.md/v1", "supersedes", "/b.md")
+        + frames.block("/b.md/v2" + frames.via("/a.md/v1", "supersedes"), "two")
+        + frames.closing(1, 1, 1, 50, 60)
+    )
+    assert [(str(b.location), b.text) for b in frames.blocks(text)] == [("/a.md/v1#x", "one"), ("/b.md/v2", "two")]
