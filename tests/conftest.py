@@ -108,6 +108,25 @@ def make_server(root: Path, *, authority: str = AUTHORITY, scope: str = "/", tru
     return build_server(lambda: tools)
 
 
+PEPS_WORLD = Path(__file__).resolve().parents[1].parent / "shared" / "worlds" / "peps"
+"""The PEPs world, in the `shared` folder beside the checkout."""
+
+
+@pytest.fixture(scope="session")
+def peps_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The PEPs world (736 documents, 2014 versions) in a store; about 20 s, once."""
+    if not PEPS_WORLD.is_dir():
+        pytest.skip(f"the PEPs world is not at {PEPS_WORLD}")
+    root = tmp_path_factory.mktemp("peps-store")
+    service = Service.open(root, trusted=True)
+    try:
+        with service.deferred_index():  # index once at the end, as `demarkus world load` does
+            asyncio.run(load_world(open_world(PEPS_WORLD), service))
+    finally:
+        service.close()
+    return root
+
+
 @pytest.fixture
 def demo_server(demo_root: Path):  # type: ignore[no-untyped-def]
     """A fresh server (fresh session state) over the shared demo store."""

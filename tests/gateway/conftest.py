@@ -1,6 +1,6 @@
 """Gateway fixtures: configurations written as TOML, MCP sessions through the ASGI app
 (httpx2's ASGITransport, no sockets) or through a real uvicorn on loopback, raw JSON-RPC
-requests for what an SDK client would never send, and the PEPs world loaded once per session."""
+requests for what an SDK client would never send."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
-import pytest
 import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -21,13 +20,7 @@ from starlette.applications import Starlette
 
 from demarkus import auth
 from demarkus.gateway import GatewayConfig
-from demarkus.service import Service
-from demarkus.worlds import open_world
-from demarkus.worlds.loader import load_world
 
-from ..e2e.processes import REPO
-
-PEPS_WORLD = REPO.parent / "shared" / "worlds" / "peps"
 BASE = "http://127.0.0.1:8787"
 """The SDK checks Host on loopback: in-process requests use a loopback host with a port."""
 HANDSHAKE = "2025-11-25"
@@ -101,21 +94,6 @@ def fresh_copy(root: Path, into: Path) -> Path:
     for leftover in (copy / ".demarkus").glob("graph.sqlite*"):
         leftover.unlink()
     return copy
-
-
-@pytest.fixture(scope="session")
-def peps_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The PEPs world (736 documents, 2014 versions) in a store; about 20 s, once."""
-    if not PEPS_WORLD.is_dir():
-        pytest.skip(f"the PEPs world is not at {PEPS_WORLD}")
-    root = tmp_path_factory.mktemp("peps-store")
-    service = Service.open(root, trusted=True)
-    try:
-        with service.deferred_index():  # index once at the end, as `demarkus world load` does
-            asyncio.run(load_world(open_world(PEPS_WORLD), service))
-    finally:
-        service.close()
-    return root
 
 
 @contextlib.asynccontextmanager
