@@ -11,8 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from demarkus.errors import NotFoundError, TransportError
-from demarkus.expand import Fetched
-from demarkus.expand.evidence import MAX_FETCHES, MAX_RELATED, Selection, render_block, select_evidence
+from demarkus.expand import MAX_FETCHES, MAX_RELATED, Fetched, Selection, Table, expand, frames, select_evidence
 from demarkus.mcp.text import envelope
 from demarkus.render import LookupRow, render_lookup
 from demarkus.tokens import count_tokens
@@ -50,7 +49,9 @@ def head_for(rows: list[tuple[str, str]], query: str = "q") -> str:
 def run(world: World, rows: list[tuple[str, str]], budget: int, query: str = "q") -> tuple[str, Selection, list[str]]:
     log: list[str] = []
     head = head_for(rows, query)
-    selection = asyncio.run(select_evidence(head, query, budget, lambda loc: world.fetch(loc, log)))
+    table = Table.parse(head)
+    assert table is not None
+    selection = asyncio.run(select_evidence(head, table.rows, query, budget, lambda loc: world.fetch(loc, log)))
     return head, selection, log
 
 
@@ -341,8 +342,6 @@ def test_identical_text_on_two_documents_prints_once_with_both_locations():
 
 @pytest.mark.parametrize("budget", [0, -3])
 def test_no_budget_means_no_expansion(budget: int):
-    from demarkus.expand.evidence import expand
-
     assert asyncio.run(expand(head_for([("/adr/7.md", "")]), "q", budget, lambda loc: CHAIN.fetch(loc, []))) == ""
 
 
@@ -470,54 +469,6 @@ def test_related_fetches_past_the_fetch_limit_stay_within_the_budget():
         assert count_tokens(head + selection.text) <= budget, budget
 
 
-def test_a_budgeted_table_drops_the_snippet_column_and_keeps_escaped_pipes():
-    from demarkus.expand import compact_table, table_rows
-
-    head = envelope(
-        "ok",
-        {"matches": "1"},
-        render_lookup(
-            "q",
-            "/",
-            [LookupRow("/a|b.md", 0.8, "T | U", ("t",), anchor="x", heading="H", snippet="snip | pet")],
-            body_match=True,
-        ),
-        keys=("matches",),
-    )
-    table = compact_table(head)
-    assert "| Path | Importance | Title | Tags |\n|------|------------|-------|------|\n" in table
-    assert "| /a\\|b.md#x | 0.80 | T \\| U › H | t |\n" in table
-    assert "snip" not in table and table_rows(table) == table_rows(head)
-    catalog = envelope(
-        "ok",
-        {"matches": "1"},
-        render_lookup("q", "/", [LookupRow("/a.md", 0.8, "T", ("t",))], body_match=False),
-        keys=("matches",),
-    )
-    assert compact_table(catalog) == catalog
-
-
-def test_a_budgeted_table_ditto_marks_the_title_and_tags_of_the_document_above():
-    from demarkus.expand import compact_table, table_rows
-
-    rows = [
-        LookupRow("/a|b.md", 0.7, "T | U", ("t", "u"), anchor="x", heading="First", snippet="s"),
-        LookupRow("/a|b.md", 0.7, "T | U", ("t", "u"), anchor="y", heading="Second › part", snippet="s"),
-        LookupRow("/c.md", 0.5, "T | U", ("t", "u"), anchor="z", heading="Other", snippet="s"),
-        LookupRow("/a|b.md", 0.7, "T | U", ("t", "u"), anchor="w", heading="Again", snippet="s"),
-    ]
-    head = envelope("ok", {"matches": "4"}, render_lookup("q", "/", rows, body_match=True), keys=("matches",))
-    table = compact_table(head)
-    assert table.splitlines()[-4:] == [
-        "| /a\\|b.md#x | 0.70 | T \\| U › First | t, u |",
-        "| /a\\|b.md#y | 0.70 | ″ › Second › part | ″ |",  # the same document as the row above
-        "| /c.md#z | 0.50 | T \\| U › Other | t, u |",  # another document: said in full
-        "| /a\\|b.md#w | 0.70 | T \\| U › Again | t, u |",  # not the row above: said in full again
-    ]
-    assert table_rows(table) == table_rows(head)
-    assert count_tokens(table) < count_tokens(head)
-
-
 def _paragraphs(word: str, count: int, size: int = 12) -> str:
     return "".join(f"{word.title()} paragraph {i}. " + f"{word} text here. " * size + "\n\n" for i in range(count))
 
@@ -555,7 +506,7 @@ def test_a_later_row_leaves_room_for_the_first_block_of_a_known_related_target()
     head = head_for(rows, "quorum")
     # just enough for the top row, one of the two others and the closing notes
     _, only_top, _ = run(world, rows[:1], 100_000, "quorum")
-    block = count_tokens(render_block("/b.md/v3#note", "## Note\n\n" + _paragraphs("quorum", 1, 20)))
+    block = count_tokens(frames.block("/b.md/v3#note", "## Note\n\n" + _paragraphs("quorum", 1, 20)))
     budget = count_tokens(head) + 1 + count_tokens(only_top.text.split(">>> /c.md")[0]) + block + 60
     _, selection, _ = run(world, rows, budget, "quorum")
     assert selection.related == ("/c.md",)  # the hop kept its room

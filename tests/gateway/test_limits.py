@@ -4,6 +4,7 @@ flight, a world whose authority dies and comes back, and lookup_all's partial fa
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -292,9 +293,15 @@ async def test_lookup_all_merges_by_rank_then_importance_then_world_under_a_glob
 
 
 def test_merge_order_is_rank_then_importance_then_world_then_path():
-    from demarkus.gateway.tools import merge_rows, table_lines
+    from demarkus.expand import Table, TableRow
+    from demarkus.gateway.tools import merge_rows
+    from demarkus.render import render_lookup
 
-    a = "| mark://a/x.md | 0.50 | X | t |\n| mark://a/y.md | 0.90 | Y | t |\n"
-    b = "| mark://b/z.md | 0.70 | Z | t |\n| mark://b/w.md | 0.90 | W | t |\n"
-    merged = merge_rows([table_lines("a", a, pad_snippet=False), table_lines("b", b, pad_snippet=False)], 3)
+    empty = Table.parse(render_lookup("q", "/", [], body_match=False))
+    assert empty is not None
+    a = replace(empty, rows=(TableRow("/x.md", "", ("0.50", "X", "t")), TableRow("/y.md", "", ("0.90", "Y", "t"))))
+    b = replace(empty, rows=(TableRow("/z.md", "", ("0.70", "Z", "t")), TableRow("/w.md", "", ("0.90", "W", "t"))))
+    merged = merge_rows({"a": a, "b": b}, 3, 3)
     assert [row.location for row in merged] == ["mark://b/z.md", "mark://a/x.md", "mark://a/y.md"]
+    padded = merge_rows({"a": a}, 1, 4)
+    assert padded[0].cells == ("0.50", "X", "t", "")

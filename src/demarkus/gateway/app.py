@@ -486,10 +486,11 @@ def _rewritten(body: bytes) -> bytes | None:
     except ValueError:
         return None
     error = answer.get("error") if isinstance(answer, dict) and answer.get("id") is None else None
-    message = REWRITTEN_REJECTIONS.get(error.get("code")) if isinstance(error, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    message = REWRITTEN_REJECTIONS.get(code) if isinstance(code, int) else None
     if message is None:
         return None
-    plain = {"jsonrpc": "2.0", "id": None, "error": {"code": error["code"], "message": message}}
+    plain = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
     return json.dumps(plain).encode()
 
 

@@ -24,7 +24,7 @@ from ..graph import GraphStore
 from ..mcp.tools import Target
 from ..protocol import WRITE_VERBS, Request, Response, canonical_path, parse_mark_url, response_for_error
 from .config import WORLD_NAME, CallerConfig
-from .qualify import SCHEME, world_prefix
+from .qualify import SCHEME, world_of, world_prefix
 from .upstream import Upstream
 
 
@@ -71,6 +71,10 @@ class GatewayResolver:
     def within(self, target: Target) -> str | None:
         """No narrowing: this caller's graph holds only what this caller has read."""
         return None
+
+    def name(self, scope: Target, path: str) -> str:
+        """`mark://<world><path>`, in the world `scope` is in."""
+        return world_prefix(world_of(scope.url)) + path
 
     def close(self) -> None:
         self._graph.close()

@@ -1,8 +1,10 @@
 """The gateway's tools: the local tool set (`Tools`, unchanged, over the caller's
 `GatewayResolver`) plus `mark_worlds` and `mark_lookup_all`.
 
-`mark_lookup_all` sends one LOOKUP to every world the caller can read, in parallel, and
-merges the rows (already named `mark://<world>/<path>#anchor`):
+`mark_lookup` is `Tools.lookup` itself: the resolver names every location
+`mark://<world><path>` while the table and the evidence are printed, so the budget counts
+the very text the caller receives. `mark_lookup_all` sends one LOOKUP to every world the
+caller can read, in parallel, and merges the rows (each named `mark://<world>/<path>#anchor`):
 
 ```
 status: ok
@@ -22,21 +24,16 @@ Failed worlds (their rows are missing; retry, or ask each with mark_lookup):
 - notes: world notes did not answer LOOKUP /: ...
 ```
 Order: each world's rank first (every world's best row, then every world's second row,
-...), then importance (highest first), then world, then path; cut to the global limit.
-With a budget, the expansion is the very function `Tools.lookup` calls, run over the
-merged (qualified) table and fetching through the same resolver with the caller's tokens;
-there the budget counts the qualified text.
-
-`mark_lookup` is `Tools.lookup` unchanged: it runs on the world's bare paths, so its
-selection and token counts are the local server's, and its locations are qualified after
-(`qualify.py`). The world prefixes are not counted in its budget (a few tokens per row).
+...), then importance (highest first), then world, then location; cut to the global
+limit. With a budget, the expansion is the very selection `Tools.lookup` runs, over the
+merged table and fetching through the same resolver with the caller's tokens.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
@@ -44,14 +41,13 @@ from pydantic import Field
 
 from ..catalog import DEFAULT_LIMIT, MAX_LIMIT
 from ..errors import DemarkusError
-from ..expand import Fetched, compact_table
-from ..mcp import tools as local_tools
+from ..expand import Table, TableRow, select_evidence
 from ..mcp.server import tool_errors
 from ..mcp.text import envelope
-from ..mcp.tools import Target, ToolFailure, Tools, check_lookup_arguments
+from ..mcp.tools import Target, ToolFailure, Tools, catalog_reason, check_lookup_arguments
 from ..protocol import Response, Status, normalize_scope
 from ..render import escape_cell, render_lookup
-from .qualify import qualify_lookup, qualify_lookup_result, qualify_versions, world_of, world_prefix
+from .qualify import qualify_versions, world_of, world_prefix
 from .resolver import GatewayResolver
 
 ALL_KEYS = ("worlds", "succeeded", "failed", "matches", "match")
@@ -59,52 +55,34 @@ WORLDS_KEYS = ("worlds",)
 
 
 @dataclass(frozen=True, slots=True)
-class _Row:
-    """One rendered data row of a world's table, and what it sorts by."""
+class _Ranked:
+    """One world's row, and what the merge sorts it by."""
 
     rank: int
-    importance: float
     world: str
-    location: str
-    line: str
+    row: TableRow
+
+    def key(self) -> tuple[int, float, str, str]:
+        return (self.rank, -self.row.importance, self.world, self.row.location)
 
 
-def _first_cell_end(line: str) -> int:
-    """Index of the ` | ` that ends the first cell (cells escape `|` as `\\|`)."""
-    escaped = False
-    for index in range(2, len(line)):
-        ch = line[index]
-        if escaped:
-            escaped = False
-        elif ch == "\\":
-            escaped = True
-        elif line.startswith(" | ", index):
-            return index
-    return len(line)
+def merge_rows(tables: dict[str, Table], limit: int, width: int) -> list[TableRow]:
+    """Every world's rows, named in that world: per-world rank, then importance (highest
+    first), then world, then location; the first `limit`. A row short of `width` cells (a
+    catalog answer in a body table) gets empty ones. Pure."""
+    ranked = [
+        _Ranked(rank, world, row)
+        for world, table in tables.items()
+        for rank, row in enumerate(table.named(_in_world(world)).rows)
+    ]
+    ranked.sort(key=_Ranked.key)
+    rows = [item.row for item in ranked[:limit]]
+    return [TableRow(row.document, row.anchor, (*row.cells, *[""] * (width - len(row.cells)))) for row in rows]
 
 
-def table_lines(world: str, text: str, *, pad_snippet: bool) -> list[_Row]:
-    """The data rows of one world's (world-qualified) LOOKUP table, in rank order. Pure."""
-    rows: list[_Row] = []
-    prefix = "| " + world_prefix(world) + "/"
-    for line in text.split("\n"):
-        if not line.startswith(prefix):
-            continue
-        end = _first_cell_end(line)
-        rest = line[end + 3 :]
-        try:
-            importance = float(rest.split(" | ", 1)[0])
-        except ValueError:
-            importance = 0.0
-        rows.append(_Row(len(rows), importance, world, line[2:end], line + ("  |" if pad_snippet else "")))
-    return rows
-
-
-def merge_rows(tables: list[list[_Row]], limit: int) -> list[_Row]:
-    """Per-world rank, then importance (highest first), then world, then path. Pure."""
-    rows = [row for table in tables for row in table]
-    rows.sort(key=lambda r: (r.rank, -r.importance, r.world, r.location))
-    return rows[:limit]
+def _in_world(world: str) -> Callable[[str], str]:
+    prefix = world_prefix(world)
+    return lambda path: prefix + path
 
 
 class GatewayTools(Tools):
@@ -114,39 +92,9 @@ class GatewayTools(Tools):
 
     # --- the local tools, world-qualified ----------------------------------------------
 
-    async def lookup(
-        self,
-        query: str,
-        url: str | None = None,
-        filter: str | None = None,
-        limit: int | None = None,
-        match: str | None = None,
-        budget: int = 0,
-        verbose: bool = False,
-    ) -> str:
-        """`Tools.lookup` itself, over the world's bare paths (the expansion selects and
-        counts exactly what the local server would), then qualified for the agent."""
-        target = self._resolve(url if url is not None else self.resolver.default_scope)
-        text = await super().lookup(query, url, filter, limit, match, budget, verbose)
-        return qualify_lookup_result(text, world_of(target.url))
-
     async def versions(self, url: str) -> str:
         target = self._resolve(url)
         return qualify_versions(await super().versions(url), world_of(target.url))
-
-    def _fetcher(self, scope: Target):  # type: ignore[no-untyped-def]
-        """The local fetcher (the caller's resolver and tokens); a bare row location is in
-        the lookup's world, and keeps its bare name in the expansion's text."""
-        fetch = super()._fetcher(scope)
-        world = world_prefix(world_of(scope.url))
-
-        async def fetch_in_world(location: str) -> Fetched:
-            if location.lower().startswith("mark://"):
-                return await fetch(location)
-            fetched = await fetch(world + location)
-            return Fetched(location, fetched.body, fetched.version, fetched.metadata)
-
-        return fetch_in_world
 
     # --- mark_worlds ----------------------------------------------------------------------
 
@@ -186,33 +134,35 @@ class GatewayTools(Tools):
             raise ToolFailure("you can read no worlds; ask the gateway's operator to add some to your caller entry")
         targets = [self._resolve(f"{world_prefix(world)}{scope}") for world in worlds]
         answers = await asyncio.gather(*(self._lookup_one(t, query, filter, limit, match) for t in targets))
-        tables: list[list[_Row]] = []
+        tables: dict[str, Table] = {}
         failures: list[tuple[str, str]] = []
-        succeeded: list[str] = []
         catalog_only: list[str] = []
         for world, answer in zip(worlds, answers, strict=True):
             if isinstance(answer, str):
                 failures.append((world, answer))
                 continue
-            succeeded.append(world)
-            body_answer = answer.metadata.get("match") == "body"
-            if match == "body" and not body_answer:
+            table = Table.parse(answer.text)
+            if table is None:
+                failures.append((world, "the world answered without a lookup table"))
+                continue
+            tables[world] = table
+            if match == "body" and answer.metadata.get("match") != "body":
                 catalog_only.append(world)
-            qualified = qualify_lookup(answer.text, world)
-            tables.append(table_lines(world, qualified, pad_snippet=match == "body" and not body_answer))
-        if not succeeded:
+        if not tables:
             raise ToolFailure(_all_failed(failures))
-        rows = merge_rows(tables, min(limit or DEFAULT_LIMIT, MAX_LIMIT))
         body_match = match == "body"
-        quoted_scope = f"{scope} across {', '.join(succeeded)}"
-        table = render_lookup(query, quoted_scope, [], body_match=body_match)
-        table += "".join(row.line + "\n" for row in rows)
+        quoted_scope = f"{scope} across {', '.join(tables)}"
+        merged = Table.parse(render_lookup(query, quoted_scope, [], body_match=body_match))
+        assert merged is not None  # the one writer's table always parses
+        rows = merge_rows(tables, min(limit or DEFAULT_LIMIT, MAX_LIMIT), len(merged.columns) - 1)
+        after = [""]
         if failures:
-            table += "\nFailed worlds (their rows are missing; retry, or ask each with mark_lookup):\n"
-            table += "".join(f"- {world}: {message}\n" for world, message in failures)
+            after = ["", "Failed worlds (their rows are missing; retry, or ask each with mark_lookup):"]
+            after += [f"- {world}: {message}" for world, message in failures] + [""]
+        merged = replace(merged, rows=tuple(rows), after=tuple(after))
         meta = {
             "worlds": str(len(worlds)),
-            "succeeded": str(len(succeeded)),
+            "succeeded": str(len(tables)),
             "failed": str(len(failures)),
             "matches": str(len(rows)),
         }
@@ -220,14 +170,14 @@ class GatewayTools(Tools):
             meta["match"] = "body"
         extra: dict[str, str] = {}
         if catalog_only:
-            extra["note"] = (
-                f"answered from the catalog in {', '.join(catalog_only)}: {local_tools.catalog_reason(query, 'no body match there')}"
-            )
-        result = envelope(Status.OK, meta, table, keys=ALL_KEYS, verbose=verbose, extra=extra)
+            reason = catalog_reason(query, "no body match there")
+            extra["note"] = f"answered from the catalog in {', '.join(catalog_only)}: {reason}"
         if budget > 0:
-            # The same expansion Tools.lookup runs, fetching with this caller's resolver.
-            result = compact_table(result)
-            result += await local_tools.expand(result, query, budget, self._fetcher(targets[0]))
+            merged = merged.compact()
+        result = envelope(Status.OK, meta, merged.render(), keys=ALL_KEYS, verbose=verbose, extra=extra)
+        if budget > 0:
+            # The same selection Tools.lookup runs, fetching with this caller's resolver.
+            result += (await select_evidence(result, merged.rows, query, budget, self._fetcher())).text
         return result
 
     async def _lookup_one(

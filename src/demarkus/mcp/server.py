@@ -46,6 +46,9 @@ class LocalResolver:
         shared with other sessions and scopes, so what it tells is narrowed to it."""
         return None if self.scope == "/" else self.authority + self.scope
 
+    def name(self, scope: Target, path: str) -> str:
+        return path
+
     def resolve(self, url: str) -> Target:
         text = url.strip()
         if not text:

@@ -14,7 +14,7 @@ from typing import Protocol
 
 from ..backend import Backend
 from ..errors import BadRequestError, DemarkusError
-from ..expand import Fetched, compact_table, expand
+from ..expand import Fetched, FetchFn, Selection, Table, select_evidence
 from ..graph import GraphStore, observe_document
 from ..graph.card import (
     render_backlinks,
@@ -92,6 +92,11 @@ class Resolver(Protocol):
 
     def within(self, target: Target) -> str | None:
         """The URL graph answers are confined to (None: no narrowing)."""
+        ...
+
+    def name(self, scope: Target, path: str) -> str:
+        """How tool texts name `path` on the authority `scope` is on: a bare path locally,
+        `mark://world/path` on the gateway."""
         ...
 
 
@@ -240,6 +245,20 @@ class Tools:
         budget: int = 0,
         verbose: bool = False,
     ) -> str:
+        text, _ = await self.lookup_selection(query, url, filter, limit, match, budget, verbose)
+        return text
+
+    async def lookup_selection(
+        self,
+        query: str,
+        url: str | None = None,
+        filter: str | None = None,
+        limit: int | None = None,
+        match: str | None = None,
+        budget: int = 0,
+        verbose: bool = False,
+    ) -> tuple[str, Selection | None]:
+        """The lookup's text, and with a budget the selection behind its evidence."""
         check_lookup_arguments(budget, match, limit)
         target = self._resolve(url if url is not None else self.resolver.default_scope)
         if target.anchor:
@@ -251,19 +270,24 @@ class Tools:
         extra: dict[str, str] = {}
         if match == "body" and response.ok and response.metadata.get("match") != "body":
             extra["note"] = f"answered from the catalog: {catalog_reason(query)}"
-        text = envelope(
-            response.status, response.metadata, response.text, keys=LOOKUP_KEYS, verbose=verbose, extra=extra
-        )
-        if budget > 0 and response.status == Status.OK:
-            # The budget covers the whole result: envelope and table included. The evidence
+        table = Table.parse(response.text) if response.status == Status.OK else None
+        body = response.text
+        if table is not None:
+            # Rows are named as the caller names documents; with a budget, the evidence
             # shows what the snippets preview, so the table drops that column, and ditto
             # marks stand for a title and tags repeated from the row above.
-            text = compact_table(text)
-            text += await expand(text, query, budget, self._fetcher(target))
-        return text
+            table = table.named(lambda path: self.resolver.name(target, path))
+            body = (table.compact() if budget > 0 else table).render()
+        text = envelope(response.status, response.metadata, body, keys=LOOKUP_KEYS, verbose=verbose, extra=extra)
+        if budget <= 0 or table is None:
+            return text, None
+        # The budget covers the whole result: envelope and table included.
+        selection = await select_evidence(text, table.rows, query, budget, self._fetcher())
+        return text + selection.text, selection
 
-    def _fetcher(self, scope: Target):  # type: ignore[no-untyped-def]
-        """Fetch rows with the caller's own token and resolver: scope never widens."""
+    def _fetcher(self) -> FetchFn:
+        """Fetch documents by the name the tools print, with the caller's own token and
+        resolver: scope never widens."""
 
         async def fetch(location: str) -> Fetched:
             target = self.resolver.resolve(location)

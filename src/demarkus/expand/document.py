@@ -1,0 +1,150 @@
+"""A fetched document as evidence selection reads it, and the fetcher that gets it. Pure
+given the fetch function.
+
+A document is fetched once per lookup and parsed once: its outline, the offsets where a
+long range may be cut, and the relations it declares. Nothing about it changes after
+that; what of it is on the page is the page's business (`page.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+
+from ..errors import DemarkusError
+from ..markdown import PREFERRED, Outline, parse_blocks, parse_relations
+from ..protocol import parse_mark_url
+from . import frames
+
+MAX_FETCHES = 10
+"""Documents one lookup may fetch, rows and related targets together."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fetched:
+    """A document as the caller's backend returned it."""
+
+    path: str
+    body: bytes
+    version: int | None = None
+    metadata: Mapping[str, str] = field(default_factory=dict)
+
+
+FetchFn = Callable[[str], Awaitable[Fetched]]
+"""Fetch a document by location with the caller's own token; raises DemarkusError on failure."""
+
+
+@dataclass(frozen=True, slots=True)
+class FetchFailed:
+    """A location that could not be read: the page says so in a note."""
+
+    location: str
+    reason: str
+
+    @property
+    def note(self) -> str:
+        return f"{self.location}: {self.reason}"
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A same-authority document a relation points to: where the one hop may go."""
+
+    predicate: str
+    location: str
+    fragment: str
+
+
+@dataclass(frozen=True, eq=False)
+class Document:
+    """A fetched document, parsed once. Identity is the object: one per location per lookup."""
+
+    location: str
+    """How rows name it: `/a.md` locally, `mark://world/a.md` on the gateway."""
+    fetched: Fetched
+    outline: Outline
+    cuts: tuple[int, ...]
+    """Where a long range may be cut (block and list item starts)."""
+    relation_lines: str
+    """One `rel:` frame per declared relation, as printed after its first block."""
+    relation_count: int
+    targets: tuple[Target, ...]
+    """Same-authority targets of the preferred predicates, in preference order."""
+
+    @classmethod
+    def read(cls, location: str, fetched: Fetched) -> Document:
+        """Parse a fetched body.
+
+        Raises:
+            BadRequestError: the body is not UTF-8 text.
+        """
+        outline, cuts = parse_blocks(fetched.body)
+        pinned = _pinned(location, fetched.version)
+        lines, targets = _relations(location, pinned, fetched.metadata)
+        return cls(location, fetched, outline, tuple(cuts), "".join(lines), len(lines), tuple(targets))
+
+    @property
+    def body(self) -> bytes:
+        return self.fetched.body
+
+    def loc(self, anchor: str = "") -> str:
+        """The location a frame prints: pinned to the version, with the anchor if any."""
+        pinned = _pinned(self.location, self.fetched.version)
+        return f"{pinned}#{anchor}" if anchor else pinned
+
+    def text(self, start: int, end: int) -> str:
+        return self.body[start:end].decode("utf-8", errors="replace")
+
+
+def _pinned(location: str, version: int | None) -> str:
+    return f"{location}/v{version}" if version else location
+
+
+def _relations(location: str, pinned: str, metadata: Mapping[str, str]) -> tuple[list[str], list[Target]]:
+    """One frame per declared relation; and the targets on the same authority the hop may
+    follow (preferred predicates only, in preference order)."""
+    prefix = parse_mark_url(location).authority if location.lower().startswith("mark://") else ""
+    relations, _ = parse_relations(metadata, location)
+    lines: list[str] = []
+    follow: list[Target] = []
+    for rel in relations:
+        target = rel.target + (f"#{rel.fragment}" if rel.fragment else "")
+        shown = target if rel.authority else prefix + target
+        lines.append(frames.relation(pinned, rel.predicate, shown))
+        if rel.authority is None and rel.predicate in PREFERRED:
+            follow.append(Target(rel.predicate, prefix + rel.target, rel.fragment))
+    follow.sort(key=lambda target: PREFERRED.index(target.predicate))
+    return lines, follow
+
+
+class Fetcher:
+    """At most MAX_FETCHES documents, each fetched once, failures remembered."""
+
+    def __init__(self, fetch: FetchFn) -> None:
+        self._fetch = fetch
+        self._got: dict[str, Document | FetchFailed] = {}
+        self.order: list[str] = []
+        """Locations asked for, in order (each once)."""
+
+    @property
+    def count(self) -> int:
+        return len(self.order)
+
+    def known(self, location: str) -> bool:
+        return location in self._got
+
+    def exhausted(self) -> bool:
+        return self.count >= MAX_FETCHES
+
+    def unknown(self, locations: set[str]) -> int:
+        """How many of `locations` have not been asked for yet."""
+        return len(locations - self._got.keys())
+
+    async def get(self, location: str) -> Document | FetchFailed:
+        if location not in self._got:
+            self.order.append(location)
+            try:
+                self._got[location] = Document.read(location, await self._fetch(location))
+            except DemarkusError as exc:
+                self._got[location] = FetchFailed(location, str(exc))
+        return self._got[location]

@@ -1,0 +1,228 @@
+"""The budget's one ledger: the only place that counts tokens. Pure.
+
+The budget (o200k_base tokens) covers the WHOLE result: envelope, table, blocks, relation
+lines and notes. The ledger holds what is printed after the table, part by part, and keeps
+back named reservations:
+
+- `closing`: the closing notes at their longest (every row omitted, the fetch limit hit,
+  the largest counts); from the leftovers' turn on, also room to NAME the first omission,
+  so what is left at the end never turns a visible omission into a bare count;
+- `hop`: while rows have their turn, the first blocks of the related targets known so far.
+
+A part is printed only if the result still fits with every reservation; each print and
+each skip is a `Decision`. Exactness: every part ends with a newline and the next starts
+with `>>>`, a boundary no o200k pre-token crosses, so counts add up part by part; the
+closing lists as many omissions (at most OMITTED_SHOWN) as the budget allows, and the
+whole text is counted once more to be sure. The decisions spent add up to the closing's
+"used N" figure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from ..tokens import count_tokens
+from . import frames
+from .document import MAX_FETCHES
+
+MAX_RELATED = 3
+"""Related documents one lookup may print (one hop)."""
+OMITTED_SHOWN = 5
+"""Omissions named in the closing note; the rest are counted."""
+WHOLE_SHARE = 3
+"""A row prints a block whole in its turn only within 1/WHOLE_SHARE of the evidence budget
+(what the table leaves): the top row's section together with its sub-sections, and every
+later row's block. A larger block waits for the leftover budget, where its paragraphs
+holding the most query terms print; one large section cannot crowd out the rest."""
+WHOLE_FLOOR = 100
+"""...but a block of up to this many tokens (a paragraph or two) is never held back."""
+_MOST = 999_999
+"""Stands for the largest figures the closing notes may print, when reserving room for them."""
+
+
+def size(text: str) -> int:
+    """Tokens of a text (o200k_base)."""
+    return count_tokens(text)
+
+
+class Action(StrEnum):
+    """What became of a part of the result."""
+
+    TABLE = "table"
+    """The envelope and the table."""
+    BLOCK = "block"
+    LINE = "line"
+    """A one-line frame: a row already shown, or text already printed elsewhere."""
+    RELATIONS = "relations"
+    NOTE = "note"
+    CLOSING = "closing"
+    OMIT = "omit"
+    """Not printed; named (or counted) in the `did not fit` note."""
+    DROP = "drop"
+    """Not printed and not named: over the fetch limit, or no room left even for its note."""
+
+    @property
+    def spent(self) -> bool:
+        return self not in (Action.OMIT, Action.DROP)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """One include or skip: where, how many tokens (spent, or what it would have needed),
+    what was done and why."""
+
+    location: str
+    tokens: int
+    action: Action
+    why: str
+
+    @property
+    def spent(self) -> bool:
+        return self.action.spent
+
+
+@dataclass
+class Tally:
+    """The facts the closing notes report."""
+
+    rows: int
+    expanded_rows: int = 0
+    related: int = 0
+    fetch_limited: int = 0
+    omitted: list[str] = field(default_factory=list)
+    """Labels of what did not fit (`loc (~N tokens)`), in the order they had their turn."""
+    may_hit_fetch_limit: bool = False
+
+
+class Ledger:
+    """The budget, what is printed against it, and why."""
+
+    def __init__(self, head: str, budget: int, tally: Tally) -> None:
+        self.head = head
+        self.budget = budget
+        self.tally = tally
+        self.head_tokens = size(head + "\n")
+        """Tokens of the head plus the blank line that opens the expansion."""
+        self.parts: list[str] = []
+        self.costs: list[int] = []
+        self.decisions: list[Decision] = [
+            Decision("", self.head_tokens, Action.TABLE, f"the envelope and the table of {tally.rows} rows")
+        ]
+        self._reserved: dict[str, int] = {"closing": self._closing_notes_at_most(listed=0)}
+
+    # --- reservations and allowances ---------------------------------------------------
+
+    def reserve(self, name: str, tokens: int) -> None:
+        """Keep `tokens` back under `name` (replacing what that name kept before)."""
+        self._reserved[name] = tokens
+
+    def keep_first_listed(self) -> None:
+        """From now on keep room to name the first thing that did not fit."""
+        self.reserve("closing", max(self._reserved["closing"], self._closing_notes_at_most(listed=1)))
+
+    def reserved(self) -> int:
+        return sum(self._reserved.values())
+
+    def left(self) -> int:
+        """Tokens still free for evidence."""
+        return self.budget - self.head_tokens - sum(self.costs) - self.reserved()
+
+    def row_allowance(self) -> int:
+        """The most one row may print in its turn (see WHOLE_SHARE)."""
+        return max(self.left() // WHOLE_SHARE, WHOLE_FLOOR)
+
+    def share(self, waiting: int) -> int:
+        """What is left, shared by `waiting` blocks still to have their turn."""
+        return self.left() // waiting
+
+    # --- printing ----------------------------------------------------------------------
+
+    def fits(self, text: str, allowance: int | None = None) -> bool:
+        """Whether `text` may print now: within `allowance`, and within the budget with
+        every reservation kept."""
+        cost = size(text)
+        if allowance is not None and cost > allowance:
+            return False
+        return self.head_tokens + sum(self.costs) + cost + self.reserved() <= self.budget
+
+    def spend(self, text: str, location: str, action: Action, why: str, allowance: int | None = None) -> bool:
+        """Print `text` if it fits (see `fits`), and record it."""
+        if not self.fits(text, allowance):
+            return False
+        cost = size(text)
+        self.parts.append(text)
+        self.costs.append(cost)
+        self.decisions.append(Decision(location, cost, action, why))
+        return True
+
+    def skip(self, location: str, tokens: int, action: Action, why: str) -> None:
+        """Record something that did not print."""
+        self.decisions.append(Decision(location, tokens, action, why))
+
+    def omit(self, location: str, tokens: int, why: str) -> str:
+        """Name what did not fit in the omission note; returns its label there."""
+        label = frames.omission_label(location, tokens)
+        self.tally.omitted.append(label)
+        self.skip(location, tokens, Action.OMIT, why)
+        return label
+
+    # --- the closing -------------------------------------------------------------------
+
+    def close(self) -> str:
+        """The text after the head: every part, the notes and the closing count, naming as
+        many omissions as the budget allows."""
+        most = min(OMITTED_SHOWN, len(self.tally.omitted))
+        for listed in range(most, -1, -1):
+            notes, closing = self._assemble(listed)
+            text = "\n" + "".join(self.parts) + notes + closing
+            if size(self.head + text) <= self.budget or listed == 0:
+                break
+        if notes:
+            why = f"names {listed} of {len(self.tally.omitted)} omissions" if self.tally.omitted else "the fetch limit"
+            self.decisions.append(Decision("", size(notes), Action.CLOSING, why))
+        self.decisions.append(Decision("", size(closing), Action.CLOSING, "the closing count"))
+        return text
+
+    def _assemble(self, listed: int) -> tuple[str, str]:
+        notes = self._notes(listed)
+        fixed = self.head_tokens + sum(self.costs) + size(notes)
+        used = fixed
+        for _ in range(3):  # the count includes the line stating it; settle the number
+            settled = fixed + size(self._closing(used))
+            if settled == used:
+                break
+            used = settled
+        return notes, self._closing(used)
+
+    def _notes(self, listed: int, *, reserve: bool = False) -> str:
+        tally = self.tally
+        lines: list[str] = []
+        if tally.omitted or reserve:
+            count = max(len(tally.omitted), 99 if reserve else 0)
+            lines.append(frames.omitted(tally.omitted[:listed], count))
+        if tally.fetch_limited or (reserve and tally.may_hit_fetch_limit):
+            count = max(tally.fetch_limited, 99 if reserve else 0)
+            lines.append(frames.fetch_limit(MAX_FETCHES, count))
+        return "".join(lines)
+
+    def _closing(self, used: int, *, reserve: bool = False) -> str:
+        tally = self.tally
+        related = MAX_RELATED if reserve else tally.related
+        expanded = tally.rows if reserve else tally.expanded_rows
+        return frames.closing(expanded, tally.rows, related, used, self.budget)
+
+    def _closing_notes_at_most(self, listed: int) -> int:
+        return size(self._notes(listed, reserve=True)) + size(self._closing(_MOST, reserve=True))
+
+
+def explain(decisions: Sequence[Decision], budget: int) -> str:
+    """The decision list as text: one line per include or skip, then the total spent."""
+    lines = ["decisions:", f"  {'tokens':>6}  {'action':<9}  location  why"]
+    for d in decisions:
+        tokens = f"{d.tokens:>6}" if d.spent else f"{'(' + str(d.tokens) + ')':>6}"
+        lines.append(f"  {tokens}  {d.action.value:<9}  {d.location or '-'}  {d.why}")
+    spent = sum(d.tokens for d in decisions if d.spent)
+    lines.append(f"spent {spent} of {budget} tokens; a figure in brackets was not spent")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,94 @@
+"""The leftovers' turn: what is left of the budget after every row and the hop. Pure.
+
+In order: the first paragraph of every document's lead (its title's own text, such as a
+status banner, and its summary), in page order; more of each related document (its
+further paragraphs); the rest of each lead; then the blocks that did not fit whole in
+their turn, each sharing what is left with those after it: whole when it fits, else its
+paragraphs holding the most query terms, else its leading blocks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .candidates import Candidate, passages
+from .document import Document
+from .hop import Related
+from .ledger import MAX_RELATED
+from .page import Page
+from .relevance import lead_sections
+from .show import print_relations, show_excerpt, show_leading, show_new, show_one
+
+PENDING_PASSAGES = 8
+"""Passages tried, for a block that did not fit whole, with the budget left at the end."""
+
+
+def show_leftovers(
+    page: Page, docs: Sequence[Document], related: Sequence[Related], terms: Sequence[str]
+) -> list[Document]:
+    """Spend what is left; returns related documents that printed here for the first time."""
+    page.ledger.keep_first_listed()
+    _show_leads(page, docs, 1)
+    for item in related:
+        for group in item.more:
+            for cand in group:
+                if show_new(page, item.doc, cand, "more of a related document"):
+                    break
+    _show_leads(page, docs, None)
+    return _show_pending(page, docs, terms)
+
+
+def _show_leads(page: Page, docs: Sequence[Document], most: int | None) -> None:
+    """The leads (banner, summary) of the documents, in page order: their first paragraph
+    (`most=1`) or the rest of each, whole or its leading blocks."""
+    turn = "lead, first paragraph" if most == 1 else "lead"
+    leads = [
+        (doc, Candidate(s.anchor, s.start, s.own_end, "what it says it is"))
+        for doc in docs
+        if doc not in page.pinned
+        for s in lead_sections(doc.outline)
+    ]
+    for doc, cand in leads:
+        if page.covering(doc, cand.start, cand.end) is not None or page.same_text(doc, cand.start, cand.end):
+            continue
+        whole_is_enough = most is None or len([c for c in doc.cuts if cand.start < c < cand.end]) <= 1
+        if not (whole_is_enough and show_one(page, doc, cand, turn) is None):
+            show_leading(page, doc, cand, turn, most)
+
+
+def _show_pending(page: Page, docs: Sequence[Document], terms: Sequence[str]) -> list[Document]:
+    """The blocks that did not fit whole in their turn, in that order, each sharing what is
+    left with those after it."""
+    ledger, tally = page.ledger, page.ledger.tally
+    newly: list[Document] = []
+    for index, item in enumerate(page.pending):
+        fresh = item.doc not in docs and item.doc not in newly
+        if item.related and fresh and tally.related >= MAX_RELATED:
+            continue
+        if ledger.left() <= 0:
+            break
+        share = ledger.share(len(page.pending) - index)
+        cand, turn = item.candidate, f"{item.turn}, left over"
+        if not show_new(page, item.doc, cand, turn, share):
+            best = _best_parts(item.doc, cand, terms)
+            if not show_excerpt(page, item.doc, cand, best, share, turn) and not show_leading(
+                page, item.doc, cand, turn
+            ):
+                continue
+        if item.rest:
+            continue
+        if item.label in tally.omitted:
+            tally.omitted.remove(item.label)
+        if not item.related:
+            tally.expanded_rows += 1
+        elif fresh:
+            tally.related += 1
+            newly.append(item.doc)
+        print_relations(page, item.doc)
+    return newly
+
+
+def _best_parts(doc: Document, cand: Candidate, terms: Sequence[str]) -> list[Candidate]:
+    if cand.text is not None:
+        return []
+    return passages(doc, terms, PENDING_PASSAGES, within=(cand.start, cand.end), merge=False)

@@ -1,0 +1,142 @@
+"""What is on the page: the ranges of each document already shown, the texts already
+printed (by digest), and what waits for the leftover budget. Pure.
+
+Coalescing rules: a range inside one already shown prints one `within` line; a range
+byte-identical to one printed elsewhere prints one `same text` line; a wider range prints
+only what is not yet shown, with a one-line marker where an earlier block (or a section
+whose text is printed elsewhere) sits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from ..markdown import Section
+from . import frames
+from .candidates import Candidate
+from .document import Document
+from .ledger import Ledger
+
+Elided = tuple[int, int, str]
+"""A range left out of a block, and the marker printed in its place."""
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """A block that did not print whole in its turn: its best parts may still fit at the end."""
+
+    doc: Document
+    candidate: Candidate
+    label: str
+    """Its entry in the omission note ("" when it printed narrower and is not omitted)."""
+    related: bool
+    turn: str
+    """The turn it had, for the decision list."""
+    rest: bool = False
+    """The wider range of a block that printed narrower: already counted, not omitted."""
+
+
+@dataclass(frozen=True, slots=True)
+class Uncovered:
+    """The text of a range with what is already on the page replaced by markers."""
+
+    text: str
+    elided: list[Elided]
+    printed: list[Section]
+    """Sections printed in full (their texts are remembered)."""
+
+
+@dataclass
+class Page:
+    """The page a lookup prints, beside the ledger that pays for it."""
+
+    ledger: Ledger
+    shown: dict[Document, list[tuple[int, int, str]]] = field(default_factory=dict)
+    """Ranges of each document on the page, with the location that printed them."""
+    texts: dict[str, str] = field(default_factory=dict)
+    """sha256 of printed evidence text -> first location."""
+    via: dict[Document, str] = field(default_factory=dict)
+    """How a related document's blocks are headed after its location: ` (via ...)`."""
+    pinned: set[Document] = field(default_factory=set)
+    """Related documents reached through `path#anchor`: that section is what they are here for."""
+    relations_printed: set[Document] = field(default_factory=set)
+    pending: list[Pending] = field(default_factory=list)
+    """Blocks that did not fit whole, in the order they had their turn."""
+
+    def header(self, doc: Document, anchor: str) -> str:
+        return doc.loc(anchor) + self.via.get(doc, "")
+
+    def covering(self, doc: Document, start: int, end: int) -> str | None:
+        """The location of a block of `doc` that already shows [start, end)."""
+        for s, e, loc in self.shown.get(doc, ()):
+            if s <= start and end <= e:
+                return loc
+        return None
+
+    def shown_to(self, doc: Document, start: int) -> int:
+        """Where the shown range holding `start` ends (`start` when none does)."""
+        return max((e for s, e, _ in self.shown.get(doc, ()) if s <= start < e), default=start)
+
+    def same_text(self, doc: Document, start: int, end: int) -> str | None:
+        """The first location that printed these very bytes."""
+        return self.texts.get(digest(doc.body[start:end]))
+
+    def uncovered(self, doc: Document, start: int, end: int) -> Uncovered:
+        """The text of [start, end) with what is already on the page replaced by one-line
+        markers: earlier blocks of this document, and sections whose text is byte-identical
+        to one printed elsewhere."""
+        body = doc.body
+        elided: list[Elided] = [
+            (s, e, frames.shown_above(_anchor_of(loc)))
+            for s, e, loc in self.shown.get(doc, ())
+            if s < end and start < e
+        ]
+        full: list[Section] = []
+        for section in doc.outline.sections:
+            if not (start <= section.start and section.end <= end):
+                continue
+            if any(s <= section.start and section.end <= e for s, e, _ in elided):
+                continue
+            first = self.texts.get(digest(body[section.start : section.end]))
+            if first is not None:
+                elided.append((section.start, section.end, frames.same_text_above(section.anchor, first)))
+                continue
+            own = self.texts.get(digest(body[section.start : section.own_end]))
+            if own is not None and section.own_end > section.start:
+                elided.append((section.start, section.own_end, frames.same_text_above(section.anchor, own)))
+            full.append(section)
+        elided.sort()
+        pieces: list[str] = []
+        cursor = start
+        for s, e, marker in elided:
+            if s > cursor:
+                pieces.append(doc.text(cursor, s))
+            if e > cursor:
+                pieces.append(marker + "\n\n")
+            cursor = max(cursor, e)
+        if cursor < end:
+            pieces.append(doc.text(cursor, end))
+        printed = [sec for sec in full if not any(s < sec.own_end and sec.start < e for s, e, _ in elided)]
+        return Uncovered("".join(pieces), elided, printed)
+
+    def remember(self, doc: Document, start: int, end: int, loc: str, shown: Uncovered | None = None) -> None:
+        """Record [start, end) of `doc` as on the page, and the texts printed whole in it."""
+        self.shown.setdefault(doc, []).append((start, end, loc))
+        body = doc.body
+        elided = shown.elided if shown is not None else []
+        if not elided:
+            self.texts.setdefault(digest(body[start:end]), loc)
+        for section in shown.printed if shown is not None else []:
+            # their own text is on the page; the subtree too unless elided or cut
+            self.texts.setdefault(digest(body[section.start : section.own_end]), doc.loc(section.anchor))
+            if section.end <= end and not any(s < section.end and section.start < e for s, e, _ in elided):
+                self.texts.setdefault(digest(body[section.start : section.end]), doc.loc(section.anchor))
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _anchor_of(loc: str) -> str:
+    return loc.split("#", 1)[1] if "#" in loc else loc

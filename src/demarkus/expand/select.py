@@ -1,0 +1,98 @@
+"""Budgeted evidence selection: the order of turns, and nothing else. Pure given a fetch
+function.
+
+One budget (o200k_base tokens) covers the whole result, the table included. When the
+table leaves no room, one note says so. Otherwise, in turn:
+
+1. the rows, in rank order (`rows.py`), with room kept for the hop;
+2. the one typed hop: up to MAX_RELATED related documents (`hop.py`);
+3. the leftovers: leads, more of the related documents, and what did not fit whole in
+   its turn (`leftovers.py`);
+4. the closing notes: what did not fit, the fetch limit, the count (`ledger.py`).
+
+Tokens are counted only in `ledger.py`; every print and skip is a `Decision` there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..index.query import content_words
+from .document import MAX_FETCHES, Fetcher, FetchFn
+from .hop import Hop
+from .ledger import MAX_RELATED, Action, Decision, Ledger, Tally, size
+from .leftovers import show_leftovers
+from .page import Page
+from .rows import show_rows, too_large
+from .table import Table, TableRow
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """What one expansion did: the text, and the facts its tests and benches check."""
+
+    text: str
+    fetched: tuple[str, ...]
+    """Locations fetched, in order (each at most once)."""
+    related: tuple[str, ...]
+    """Related documents that printed evidence (one hop)."""
+    expanded_rows: int
+    omitted: tuple[str, ...]
+    fetch_limited: int
+    decisions: tuple[Decision, ...] = ()
+    """Every include and skip, in order; those spent add up to the closing count."""
+
+
+async def select_evidence(head: str, rows: Sequence[TableRow], query: str, budget: int, fetch: FetchFn) -> Selection:
+    """Choose the evidence to append after `head` (envelope + table, whose rows are `rows`)."""
+    fetcher = Fetcher(fetch)
+    # related documents fetch too: reserve the note whenever rows and hops could pass the limit
+    may_hit = len({row.document for row in rows}) + MAX_RELATED > MAX_FETCHES
+    ledger = Ledger(head, budget, Tally(rows=len(rows), may_hit_fetch_limit=may_hit))
+    hop = Hop(content_words(query), {row.document for row in rows})
+    if ledger.left() < 0:
+        return await _table_too_large(head, budget, rows, fetcher, hop, ledger)
+
+    page = Page(ledger)
+    order = await show_rows(page, rows, fetcher, hop)
+    related = await hop.run(page, order, fetcher)
+    on_page = order + [item.doc for item in related if item.doc not in order]
+    newly = show_leftovers(page, on_page, related, hop.terms)
+    text = ledger.close()
+
+    tally = ledger.tally
+    documents = [item.doc.location for item in related] + [doc.location for doc in newly]
+    return Selection(
+        text,
+        tuple(fetcher.order),
+        tuple(documents),
+        tally.expanded_rows,
+        tuple(tally.omitted),
+        tally.fetch_limited,
+        tuple(ledger.decisions),
+    )
+
+
+async def expand(head: str, query: str, budget: int, fetch: FetchFn) -> str:
+    """The text to append after `head`, an envelope and table held as text (benches that
+    compare versions call this); "" when the budget is 0."""
+    if budget <= 0:
+        return ""
+    table = Table.parse(head)
+    return (await select_evidence(head, table.rows if table else (), query, budget, fetch)).text
+
+
+async def _table_too_large(
+    head: str, budget: int, rows: Sequence[TableRow], fetcher: Fetcher, hop: Hop, ledger: Ledger
+) -> Selection:
+    """One note instead of evidence; dropped when the table fits and the note does not."""
+    head_tokens = size(head)
+    note = await too_large(head_tokens, budget, rows, fetcher, hop)
+    decisions = [Decision("", head_tokens, Action.TABLE, f"the envelope and the table of {len(rows)} rows")]
+    if head_tokens <= budget and size(head + note) > budget:
+        decisions.append(Decision("", size(note), Action.DROP, "the table fits and leaves no room even for this note"))
+        note = ""
+    else:
+        decisions.append(Decision("", size(note), Action.NOTE, "the table leaves no room for evidence"))
+    return Selection(note, tuple(fetcher.order), (), 0, (), 0, tuple(decisions))
