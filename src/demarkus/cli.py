@@ -28,6 +28,8 @@ from .service import Service
 from .tls import default_tls_dir, ensure_dev_certificate
 
 T = TypeVar("T")
+LOCAL_AUTHORITY = "mark://localhost"
+"""The identity of an embedded store, unless told otherwise."""
 
 
 def _run(coro: Awaitable[T]) -> T:
@@ -261,6 +263,13 @@ def archive(target: str, root: Path | None, token: str | None, ca: Path | None, 
 @click.option("--limit", type=int, help="Rows to return (default 10, at most 1000).")
 @click.option("--match", type=click.Choice(["catalog", "body"]), help="catalog (tags, titles) or body (sections).")
 @click.option("--meta", "show_meta", is_flag=True)
+@click.option(
+    "--budget",
+    type=int,
+    default=0,
+    help="Tokens for the whole result: print the evidence after the table, as mark_lookup does (e.g. 1500).",
+)
+@click.option("--explain", is_flag=True, help="With --budget: then list why each passage did or did not make it.")
 @_guard
 def lookup(
     target: str,
@@ -273,17 +282,59 @@ def lookup(
     limit: int | None,
     match: str | None,
     show_meta: bool,
+    budget: int,
+    explain: bool,
 ) -> None:
     """Find documents under TARGET (a scope such as mark://host/ or /docs) matching QUERY."""
-    _verb(
-        lambda b, p: b.lookup(p, query, filter=filter_, limit=limit, match=match, token=token),
-        target,
-        root,
-        token,
-        ca,
-        insecure,
-        show_meta,
-    )
+    if not budget and not explain:
+        _verb(
+            lambda b, p: b.lookup(p, query, filter=filter_, limit=limit, match=match, token=token),
+            target,
+            root,
+            token,
+            ca,
+            insecure,
+            show_meta,
+        )
+        return
+    if budget <= 0:
+        raise click.UsageError("--explain needs --budget N, a token count such as 1500")
+    _budgeted_lookup(target, query, root, token, ca, insecure, filter_, limit, match, budget, explain)
+
+
+def _budgeted_lookup(
+    target: str,
+    query: str,
+    root: Path | None,
+    token: str | None,
+    ca: Path | None,
+    insecure: bool,
+    filter_: str | None,
+    limit: int | None,
+    match: str | None,
+    budget: int,
+    explain: bool,
+) -> None:
+    """The lookup as mark_lookup prints it with a budget, then (`explain`) its decisions."""
+    from .expand import explain as explained
+    from .graph import GraphStore
+    from .mcp.server import LocalResolver
+    from .mcp.tools import ToolFailure, Tools
+
+    async def go() -> tuple[str, Any]:
+        async with _open(target, root, token, ca, insecure) as (backend, path):
+            authority = parse_mark_url(target).authority if root is None else LOCAL_AUTHORITY
+            tools = Tools(LocalResolver(backend, authority, GraphStore(None), token=token))
+            return await tools.lookup_selection(query, path, filter_, limit, match, budget)
+
+    try:
+        text, selection = _run(go())
+    except ToolFailure as exc:
+        _fail(str(exc))
+        return
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    if explain and selection is not None:
+        sys.stdout.write("\n" + explained(selection.decisions, budget))
 
 
 # --- serve ------------------------------------------------------------------------------
@@ -515,7 +566,7 @@ def demo(host: str, port: int, workdir: Path, log_json: bool) -> None:
 )
 @click.option(
     "--authority",
-    default="mark://localhost",
+    default=LOCAL_AUTHORITY,
     show_default=True,
     help="Identity of an embedded store, for relation targets.",
 )

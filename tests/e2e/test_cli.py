@@ -57,6 +57,13 @@ def test_publish_fetch_list_versions_lookup_append_archive_through_the_cli(serve
     assert "chain-valid: true" in history.stdout and "[v2]" in history.stdout
     found = cli("lookup", f"{url}/", "greeting", env=env)
     assert "/docs/a.md" in found.stdout
+    budgeted = cli("lookup", f"{url}/", "greeting", "--budget", "300", "--explain", env=env)
+    assert budgeted.returncode == 0, budgeted.stderr
+    assert ">>> /docs/a.md/v2#alpha\n\n# Alpha\n\nHello.\n" in budgeted.stdout and "More." in budgeted.stdout
+    assert (
+        "\ndecisions: " in budgeted.stdout
+        and " block      /docs/a.md/v2#alpha — row 1: the document whole\n" in budgeted.stdout
+    )
     assert cli("archive", f"{url}/docs/a.md", "--token", writer, env=env).returncode == 0
     gone = cli("fetch", f"{url}/docs/a.md", env=env)
     assert gone.returncode == 1
@@ -80,6 +87,25 @@ def test_cli_errors_are_one_line_and_exit_non_zero(served, args, fragment):
     assert result.returncode != 0
     assert fragment in result.stderr
     assert len([ln for ln in result.stderr.splitlines() if ln.strip()]) <= 2
+
+
+def test_a_budgeted_lookup_prints_what_mark_lookup_prints_then_why(demo_root: Path):
+    from ..mcp.test_tools import GOLDEN
+
+    args = ["lookup", "/", "lease heartbeat interval", "--match", "body", "--limit", "3", "--root", str(demo_root)]
+    plain = cli(*args, "--budget", "600")
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout == (GOLDEN / "lookup-budget.txt").read_text(encoding="utf-8")
+    explained = cli(*args, "--budget", "600", "--explain")
+    result, _, decisions = explained.stdout.partition("\n\ndecisions: ")
+    assert result + "\n" == plain.stdout
+    lines = decisions.splitlines()
+    assert lines[0] == "581 of 600 tokens spent; a figure in brackets was not spent"
+    spent = [int(line.split()[0]) for line in lines[1:] if not line.split()[0].startswith("(")]
+    assert sum(spent) == 581  # the closing count: "used 581 of 600 tokens"
+    assert "  (184)  omit       /operations/configuration.md#example — row 2: did not fit" in explained.stdout
+    refused = cli(*args, "--explain")
+    assert refused.returncode == 2 and "--explain needs --budget" in refused.stderr
 
 
 def test_token_generate_prints_the_token_once_and_stores_its_hash(tmp_path: Path):

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from demarkus.errors import NotFoundError, TransportError
-from demarkus.expand import MAX_FETCHES, MAX_RELATED, Fetched, Selection, Table, expand, frames, select_evidence
+from demarkus.expand import MAX_FETCHES, MAX_RELATED, Action, Fetched, Selection, Table, expand, frames, select_evidence
 from demarkus.mcp.text import envelope
 from demarkus.render import LookupRow, render_lookup
 from demarkus.tokens import count_tokens
@@ -549,3 +549,20 @@ def test_a_block_that_waited_prints_whole_when_what_is_left_holds_it():
     assert text.index("/c.md/v3") < text.index(">>> /b.md/v3#background")  # it waited
     assert ">>> /b.md/v3#background\n\n## Background\n\n" + _paragraphs("quorum", 6).strip("\n") + "\n\n>>> " in text
     assert "tokens more" not in text and "did not fit" not in text
+
+
+@FAST
+@given(worlds())
+def test_the_spent_decisions_add_up_to_the_closing_count(case):
+    world, rows, budget, query = case
+    head, selection, _ = run(world, rows, budget, query)
+    closing = [frame for frame in frames.parse(selection.text) if isinstance(frame, frames.Closing)]
+    spent = sum(decision.tokens for decision in selection.decisions if decision.spent)
+    assert selection.decisions[0].action == Action.TABLE
+    if closing:
+        assert spent == closing[0].used == count_tokens(head + selection.text)
+        assert closing[0].used <= budget
+        omitted = [d for d in selection.decisions if d.action == Action.OMIT]
+        assert len(omitted) >= len(selection.omitted)
+    else:  # the table leaves no room: one note (or nothing) says so
+        assert [d.action for d in selection.decisions[1:]] in ([Action.NOTE], [Action.DROP])

@@ -201,3 +201,23 @@ async def test_writes_and_the_outline_of_large_documents(tmp_path: Path):
         assert archived.startswith("status: ok\nversion: 2\narchived: true")
         gone, _ = await call(client, "mark_fetch", url="/big.md")
         assert gone.startswith("status: archived")
+
+
+async def test_a_budgeted_lookup_lists_its_decisions_beside_the_text(demo_server):
+    arguments = {"query": "lease heartbeat interval", "match": "body", "limit": 3, "budget": 600}
+    async with Client(demo_server) as demo_client:
+        budgeted = await demo_client.call_tool("mark_lookup", arguments)
+        plain = await demo_client.call_tool("mark_lookup", {**arguments, "budget": 0})
+    decisions = budgeted.meta["demarkus/decisions"]
+    text = budgeted.content[0].text
+    assert text == (GOLDEN / "lookup-budget.txt").read_text(encoding="utf-8")
+    assert budgeted.structured_content == {"result": text}
+    assert decisions[0] == {
+        "location": "",
+        "tokens": 155,
+        "action": "table",
+        "why": "the envelope and the table of 3 rows",
+    }
+    spent = sum(d["tokens"] for d in decisions if d["action"] not in ("omit", "drop"))
+    assert f"; used {spent} of 600 tokens\n" in text
+    assert "demarkus/decisions" not in (plain.meta or {})

@@ -161,12 +161,10 @@ class Ledger:
         """Record something that did not print."""
         self.decisions.append(Decision(location, tokens, action, why))
 
-    def omit(self, location: str, tokens: int, why: str) -> str:
-        """Name what did not fit in the omission note; returns its label there."""
-        label = frames.omission_label(location, tokens)
-        self.tally.omitted.append(label)
+    def omit(self, location: str, tokens: int, why: str) -> None:
+        """Name what did not fit in the omission note."""
+        self.tally.omitted.append(frames.omission_label(location, tokens))
         self.skip(location, tokens, Action.OMIT, why)
-        return label
 
     # --- the closing -------------------------------------------------------------------
 
@@ -218,11 +216,11 @@ class Ledger:
 
 
 def explain(decisions: Sequence[Decision], budget: int) -> str:
-    """The decision list as text: one line per include or skip, then the total spent."""
-    lines = ["decisions:", f"  {'tokens':>6}  {'action':<9}  location  why"]
-    for d in decisions:
-        tokens = f"{d.tokens:>6}" if d.spent else f"{'(' + str(d.tokens) + ')':>6}"
-        lines.append(f"  {tokens}  {d.action.value:<9}  {d.location or '-'}  {d.why}")
+    """The decision list as text: one line per include or skip, in the order they were made."""
     spent = sum(d.tokens for d in decisions if d.spent)
-    lines.append(f"spent {spent} of {budget} tokens; a figure in brackets was not spent")
+    lines = [f"decisions: {spent} of {budget} tokens spent; a figure in brackets was not spent"]
+    for d in decisions:
+        tokens = str(d.tokens) if d.spent else f"({d.tokens})"
+        where = f"{d.location} — " if d.location else ""
+        lines.append(f"{tokens:>7}  {d.action.value:<9}  {where}{d.why}")
     return "\n".join(lines) + "\n"

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from .candidates import Candidate, passages
 from .document import Document
 from .hop import Related
-from .ledger import MAX_RELATED
-from .page import Page
+from .ledger import MAX_RELATED, Action
+from .page import Page, Pending
 from .relevance import lead_sections
 from .show import print_relations, show_excerpt, show_leading, show_new, show_one
 
@@ -64,8 +64,11 @@ def _show_pending(page: Page, docs: Sequence[Document], terms: Sequence[str]) ->
     for index, item in enumerate(page.pending):
         fresh = item.doc not in docs and item.doc not in newly
         if item.related and fresh and tally.related >= MAX_RELATED:
+            _left_out(page, item, f"the hop already printed {MAX_RELATED} related documents")
             continue
         if ledger.left() <= 0:
+            for later in page.pending[index:]:
+                _left_out(page, later, "nothing is left")
             break
         share = ledger.share(len(page.pending) - index)
         cand, turn = item.candidate, f"{item.turn}, left over"
@@ -74,6 +77,7 @@ def _show_pending(page: Page, docs: Sequence[Document], terms: Sequence[str]) ->
             if not show_excerpt(page, item.doc, cand, best, share, turn) and not show_leading(
                 page, item.doc, cand, turn
             ):
+                _left_out(page, item, f"nothing of it fits in its share of {share} tokens")
                 continue
         if item.rest:
             continue
@@ -86,6 +90,14 @@ def _show_pending(page: Page, docs: Sequence[Document], terms: Sequence[str]) ->
             newly.append(item.doc)
         print_relations(page, item.doc)
     return newly
+
+
+def _left_out(page: Page, item: Pending, why: str) -> None:
+    """Record that a waiting block did not print at the end either."""
+    if item.rest:
+        page.ledger.skip(item.location, 0, Action.DROP, f"{item.turn}, left over: the rest of its section; {why}")
+    else:
+        page.ledger.skip(item.location, item.need, Action.OMIT, f"{item.turn}, left over: {why}")
 
 
 def _best_parts(doc: Document, cand: Candidate, terms: Sequence[str]) -> list[Candidate]:

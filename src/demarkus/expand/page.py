@@ -28,13 +28,20 @@ class Pending:
 
     doc: Document
     candidate: Candidate
-    label: str
-    """Its entry in the omission note ("" when it printed narrower and is not omitted)."""
+    location: str
+    """Where the row or relation pointed."""
+    need: int
+    """Tokens its smallest alternative needed in its turn."""
     related: bool
     turn: str
     """The turn it had, for the decision list."""
     rest: bool = False
     """The wider range of a block that printed narrower: already counted, not omitted."""
+
+    @property
+    def label(self) -> str:
+        """Its entry in the omission note ("" for a rest: it is not omitted)."""
+        return "" if self.rest else frames.omission_label(self.location, self.need)
 
 
 @dataclass(frozen=True, slots=True)

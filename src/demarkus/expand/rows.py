@@ -42,7 +42,7 @@ async def show_rows(page: Page, rows: Sequence[TableRow], fetcher: Fetcher, hop:
             continue
         shown = show(page, got, groups, turn, allowance, widest_only=not order)
         if shown.narrowed is not None:
-            page.pending.append(Pending(got, shown.narrowed, "", False, turn, rest=True))
+            page.pending.append(Pending(got, shown.narrowed, row.location, 0, False, turn, rest=True))
         if shown.printed:
             tally.expanded_rows += 1
             if got not in order:

@@ -179,7 +179,10 @@ def print_relations(page: Page, doc: Document) -> None:
     if not doc.relation_count:
         return
     ledger, loc = page.ledger, doc.loc()
-    if ledger.spend(doc.relation_lines, loc, Action.RELATIONS, f"the {doc.relation_count} relations it declares"):
+    declared = (
+        "the relation it declares" if doc.relation_count == 1 else f"the {doc.relation_count} relations it declares"
+    )
+    if ledger.spend(doc.relation_lines, loc, Action.RELATIONS, declared):
         return
     unlisted = frames.unlisted(loc, doc.relation_count)
     why = f"its {doc.relation_count} relations do not fit: counted"
@@ -200,9 +203,9 @@ def omit(
     """Name what did not fit in the omission note, and keep its widest range for the
     leftover budget, where its best parts may still print."""
     why = f"{turn}: did not fit" + ("; its best parts wait for what is left" if unfit is not None else "")
-    label = page.ledger.omit(where, need, why)
+    page.ledger.omit(where, need, why)
     if unfit is not None:
-        page.pending.append(Pending(doc, unfit, label, related, turn))
+        page.pending.append(Pending(doc, unfit, where, need, related, turn))
 
 
 def candidate_text(doc: Document, cand: Candidate) -> str:

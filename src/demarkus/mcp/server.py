@@ -8,18 +8,27 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections.abc import Awaitable, Callable
+from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, ParamSpec, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, TextContent
 from pydantic import Field
 
 from ..backend import Backend
 from ..errors import BadRequestError, DemarkusError
+from ..expand import Selection
 from ..graph import GraphStore
 from ..protocol import canonical_path, in_scope, normalize_scope, parse_mark_url
 from .tools import Target, ToolFailure, Tools
+
+P = ParamSpec("P")
+R = TypeVar("R")
+DECISIONS_META = "demarkus/decisions"
+"""The `_meta` key of a budgeted mark_lookup result that lists its decisions (clients show
+the text to the model, not `_meta`; the eval traces keep them)."""
 
 READ_TOOLS = ("mark_lookup", "mark_fetch", "mark_explore", "mark_list", "mark_versions", "mark_backlinks")
 WRITE_TOOLS = ("mark_publish", "mark_append", "mark_archive")
@@ -73,7 +82,7 @@ class LocalResolver:
         return Target(self.backend, path, anchor, path, self.authority + path, self.token)
 
 
-def tool_errors(call: Callable[..., Awaitable[str]]) -> Callable[..., Awaitable[str]]:
+def tool_errors(call: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
     """Wrap a tool function so that a caller mistake becomes a tool error the model can
     read and act on.
 
@@ -84,7 +93,7 @@ def tool_errors(call: Callable[..., Awaitable[str]]) -> Callable[..., Awaitable[
     """
 
     @functools.wraps(call)
-    async def wrapper(*args: Any, **kwargs: Any) -> str:
+    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return await call(*args, **kwargs)
         except (ToolFailure, DemarkusError) as exc:
@@ -151,8 +160,9 @@ def build_server(
         ] = None,
         budget: Annotated[int, Field(description="Tokens of evidence to print after the table; 0 = table only.")] = 0,
         verbose: Verbose = False,
-    ) -> str:
-        return await tools_for().lookup(query, url, filter, limit, match, budget, verbose)
+    ) -> Annotated[CallToolResult, str]:
+        text, selection = await tools_for().lookup_selection(query, url, filter, limit, match, budget, verbose)
+        return lookup_result(text, selection)
 
     @server.tool(name="mark_fetch", description=FETCH_DESCRIPTION)
     @tool_errors
@@ -229,6 +239,13 @@ def build_server(
             return await tools_for().archive(url)
 
     return server
+
+
+def lookup_result(text: str, selection: Selection | None) -> CallToolResult:
+    """A lookup's tool result: the text, and with a budget its decisions under `_meta`."""
+    meta = {DECISIONS_META: [asdict(d) for d in selection.decisions]} if selection is not None else None
+    content = [TextContent(type="text", text=text)]
+    return CallToolResult.model_validate({"content": content, "structured_content": {"result": text}, "meta": meta})
 
 
 def default_graph_path(root: Path | None, authority: str, token: str | None = None) -> Path:
