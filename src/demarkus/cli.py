@@ -11,10 +11,10 @@ import contextlib
 import functools
 import signal
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -26,6 +26,9 @@ from .logs import configure_logging
 from .protocol import Response, parse_mark_url
 from .service import Service
 from .tls import default_tls_dir, ensure_dev_certificate
+
+if TYPE_CHECKING:
+    from .expand import Selection
 
 T = TypeVar("T")
 LOCAL_AUTHORITY = "mark://localhost"
@@ -83,7 +86,7 @@ def with_target(func: Callable[..., Any]) -> Callable[..., Any]:
 @contextlib.asynccontextmanager
 async def _open(
     target: str, root: Path | None, token: str | None, ca: Path | None, insecure: bool, writes: bool = False
-):  # type: ignore[no-untyped-def]
+) -> AsyncIterator[tuple[Backend, str]]:
     """Yield (backend, path) for a URL or a bare path in a local store; only a command that
     `writes` claims the store (a read works beside the process that serves it)."""
     if root is not None:
@@ -321,7 +324,7 @@ def _budgeted_lookup(
     from .mcp.server import LocalResolver
     from .mcp.tools import ToolFailure, Tools
 
-    async def go() -> tuple[str, Any]:
+    async def go() -> tuple[str, Selection | None]:
         async with _open(target, root, token, ca, insecure) as (backend, path):
             authority = parse_mark_url(target).authority if root is None else LOCAL_AUTHORITY
             tools = Tools(LocalResolver(backend, authority, GraphStore(None), token=token))
