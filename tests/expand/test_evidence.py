@@ -566,3 +566,14 @@ def test_the_spent_decisions_add_up_to_the_closing_count(case):
         assert len(omitted) >= len(selection.omitted)
     else:  # the table leaves no room: one note (or nothing) says so
         assert [d.action for d in selection.decisions[1:]] in ([Action.NOTE], [Action.DROP])
+
+
+def test_a_failure_named_by_two_rows_is_said_once():
+    world = World({"/a.md": ("# A\n\nquorum text.\n", {})})
+    rows = [("/gone.md", ""), ("/a.md", "nope"), ("/gone.md", "x"), ("/a.md", "nope")]
+    _, selection, log = run(world, rows, 1500, "quorum")
+    assert selection.text.count(">>> note: /gone.md: no document at /gone.md\n") == 1
+    assert selection.text.count(">>> note: /a.md: section #nope not found\n") == 1
+    assert log == ["/gone.md", "/a.md"]
+    repeats = [d for d in selection.decisions if d.why.endswith("the note above says so")]
+    assert [d.location for d in repeats] == ["/gone.md#x", "/a.md#nope"]

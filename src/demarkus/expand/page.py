@@ -68,6 +68,8 @@ class Page:
     pinned: set[Document] = field(default_factory=set)
     """Related documents reached through `path#anchor`: that section is what they are here for."""
     relations_printed: set[Document] = field(default_factory=set)
+    notes: set[str] = field(default_factory=set)
+    """Notes printed (a failure is said once, however many rows name it)."""
     pending: list[Pending] = field(default_factory=list)
     """Blocks that did not fit whole, in the order they had their turn."""
 

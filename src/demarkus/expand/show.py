@@ -191,8 +191,12 @@ def print_relations(page: Page, doc: Document) -> None:
 
 
 def show_note(page: Page, location: str, text: str, why: str) -> None:
-    """A note about a location (a failed fetch, a missing section), when there is room."""
+    """A note about a location (a failed fetch, a missing section), once, when there is room."""
     note = frames.note(text)
+    if note in page.notes:
+        page.ledger.skip(location, 0, Action.DROP, f"{why}; the note above says so")
+        return
+    page.notes.add(note)
     if not page.ledger.spend(note, location, Action.NOTE, why):
         page.ledger.skip(location, size(note), Action.DROP, f"{why}; no room for the note")
 
