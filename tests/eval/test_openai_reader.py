@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
+from demarkus.eval.errors import RunRefused
 from demarkus.eval.openai_reader import OpenAIReader
 from demarkus.eval.policies import get_policy
-from demarkus.eval.runner import RunConfig, RunRefused, run_eval
+from demarkus.eval.runner import RunConfig, run_eval
 from demarkus.worlds import demo_world_path
 
 QUESTION = {

@@ -12,10 +12,10 @@ from click.testing import CliRunner
 
 from demarkus.eval import compare as rules
 from demarkus.eval.cli import eval_group
+from demarkus.eval.errors import RunRefused
 from demarkus.eval.report import load_report
 from demarkus.eval.runner import (
     RunConfig,
-    RunRefused,
     implementation_hashes,
     mcp_package_dir,
     package_dir,

@@ -11,6 +11,7 @@ import click
 
 from ..errors import ConfigError
 from . import compare as rules
+from .errors import Refused, RunRefused
 from .report import load_report
 
 
@@ -67,7 +68,7 @@ def run_command(
     approve: bool,
 ) -> None:
     """Run every question of WORLD through a real QUIC authority and `demarkus mcp`."""
-    from .runner import RunConfig, RunRefused, run_eval
+    from .runner import RunConfig, run_eval
 
     config = RunConfig(
         world=world,
@@ -100,7 +101,7 @@ def run_command(
 def _run_rule(rule, before: Path, after: Path, as_json: bool) -> None:  # type: ignore[no-untyped-def]
     try:
         result = rule(load_report(before), load_report(after))
-    except (ValueError, rules.Refused) as exc:
+    except (ValueError, Refused) as exc:
         raise click.ClickException(f"refused: {exc}") from exc
     click.echo(json.dumps(result, indent=2) if as_json else rules.render(result))
 

@@ -19,14 +19,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .errors import Refused
 from .policies import POLICIES
 from .report import MULTI_DOCUMENT, RESCORE_FIELDS, is_rescored
 
 NOTE = "Point estimates only: repeats are few and readers vary; a change within noise is not a result."
-
-
-class Refused(Exception):
-    """The two reports may not be compared this way; the message says why."""
 
 
 def _tasks(report: Mapping[str, Any]) -> dict[str, str]:

@@ -16,7 +16,9 @@ from typing import Any
 
 import httpx
 
+from .errors import RunRefused
 from .policies import Policy, task_text
+from .reader import Session
 
 
 class OpenAIReader:
@@ -40,19 +42,26 @@ class OpenAIReader:
         self.request_timeout = request_timeout
 
     @classmethod
-    def from_config(cls, config: Any) -> OpenAIReader:
-        from .runner import RunRefused
+    def from_options(
+        cls, base_url: str | None, model: str, api_key_env: str, *, max_output_tokens: int = 4096
+    ) -> OpenAIReader:
+        """The reader `demarkus eval run --reader openai` asks for, its key read from `$api_key_env`.
 
-        if not config.base_url:
+        Raises:
+            RunRefused: the base url, the model or the key is missing.
+        """
+        if not base_url:
             raise RunRefused("the openai reader needs --base-url (e.g. https://api.openai.com/v1)")
-        if not config.model or config.model == "oracle":
+        if not model or model == "oracle":
             raise RunRefused("the openai reader needs --model")
-        key = os.environ.get(config.api_key_env, "")
+        key = os.environ.get(api_key_env, "")
         if not key:
-            raise RunRefused(f"the openai reader reads its key from ${config.api_key_env}, which is empty")
-        return cls(config.base_url, config.model, key, max_output_tokens=config.max_output_tokens)
+            raise RunRefused(f"the openai reader reads its key from ${api_key_env}, which is empty")
+        return cls(base_url, model, key, max_output_tokens=max_output_tokens)
 
-    async def attempt(self, question: Mapping[str, Any], session: Any, policy: Policy, steps: int) -> dict[str, Any]:
+    async def attempt(
+        self, question: Mapping[str, Any], session: Session, policy: Policy, steps: int
+    ) -> dict[str, Any]:
         tools = [
             {
                 "type": "function",

@@ -33,6 +33,7 @@ from typing import Any
 from ..index.query import content_words
 from ..tokens import count_tokens
 from .policies import Policy, task_text
+from .reader import Session
 from .scoring import Corpus, evidence_seen, observations, parse_envelope, split_location
 
 _ROW = re.compile(r"^\| (/[^ |]+) \|")
@@ -137,9 +138,10 @@ class OracleReader:
         self.corpus = corpus
         self.rubric = rubric
 
-    async def attempt(self, question: Mapping[str, Any], session: Any, policy: Policy, steps: int) -> dict[str, Any]:
-        """Run one attempt through `session` (call(name, args) -> call record dict;
-        `schemas_json`). Returns {final, usage, usage_complete, turns, lower_bound}."""
+    async def attempt(
+        self, question: Mapping[str, Any], session: Session, policy: Policy, steps: int
+    ) -> dict[str, Any]:
+        """Run one attempt through `session`. Returns {final, usage, usage_complete, turns, lower_bound}."""
         entry = self.rubric[question["id"]]
         required = [item for items in entry.get("evidence", {}).values() for item in items]
         task = task_text(question)

@@ -34,7 +34,9 @@ from ..tls import ensure_dev_certificate
 from ..tokens import count_tokens
 from ..worlds import open_world
 from ..worlds.loader import load_world
+from .errors import RunRefused
 from .policies import Policy, get_policy
+from .reader import Reader
 from .scoring import SCORING_VERSION, Corpus, relation_expansions, score_attempt
 
 SUITE = "world-answer-v1"
@@ -81,10 +83,6 @@ RUNNER_PARTS = (
     "eval/cli.py",
 )
 READER_PARTS = {"oracle": ("eval/oracle.py",), "openai": ("eval/openai_reader.py",)}
-
-
-class RunRefused(Exception):
-    """The run must not start (the message says why and what to do)."""
 
 
 def package_dir() -> Path:
@@ -164,8 +162,8 @@ class RunConfig:
         get_policy(self.policy)
 
 
-class Session:
-    """One MCP session of one attempt: calls recorded as {name, input, output, error}."""
+class MCPSession:
+    """One MCP session of one attempt (a `reader.Session`): calls recorded as {name, input, output, error}."""
 
     def __init__(self, client: MCPClient, schemas_json: str, tool_names: list[str]) -> None:
         self.client = client
@@ -212,14 +210,17 @@ def _mcp_params(mcp_bin: str | None, url: str, cert: Path, scope: str, home: Pat
     )
 
 
-def make_reader(config: RunConfig, corpus: Corpus, rubric: Mapping[str, Any]):  # type: ignore[no-untyped-def]
+def make_reader(config: RunConfig, corpus: Corpus, rubric: Mapping[str, Any]) -> Reader:
+    """The reader `config` names; its module is imported only when it runs."""
     if config.reader == "oracle":
         from .oracle import OracleReader
 
         return OracleReader(corpus, rubric)
     from .openai_reader import OpenAIReader
 
-    return OpenAIReader.from_config(config)
+    return OpenAIReader.from_options(
+        config.base_url, config.model, config.api_key_env, max_output_tokens=config.max_output_tokens
+    )
 
 
 async def run_eval(config: RunConfig) -> dict[str, Any]:
@@ -283,7 +284,7 @@ async def run_eval(config: RunConfig) -> dict[str, Any]:
                 url = f"mark://localhost:{server.port}"
                 lifecycle["endpoint"] = f"127.0.0.1:{server.port}"
 
-                async def one(question: Mapping[str, Any], repeat: int, the_reader: Any) -> dict[str, Any]:
+                async def one(question: Mapping[str, Any], repeat: int, the_reader: Reader) -> dict[str, Any]:
                     return await _attempt(
                         question, repeat, the_reader, policy, config, url, cert, tmp, counter, corpus, rubric, lifecycle
                     )
@@ -347,7 +348,7 @@ async def _plan_paid_run(
 async def _attempt(
     question: Mapping[str, Any],
     repeat: int,
-    reader: Any,
+    reader: Reader,
     policy: Policy,
     config: RunConfig,
     url: str,
@@ -364,7 +365,7 @@ async def _attempt(
     before = counter.count
     errors: list[str] = []
     result: dict[str, Any] = {"final": None, "usage": {}, "usage_complete": False, "turns": 0}
-    session: Session | None = None
+    session: MCPSession | None = None
     try:
         async with MCPClient(_mcp_params(config.mcp_bin, url, cert, scope, home)) as client:
             listed = (await client.list_tools()).tools
@@ -377,7 +378,7 @@ async def _attempt(
                 raise RunRefused(f"the MCP server offers {names}, expected exactly the read tools {list(READ_TOOLS)}")
             lifecycle["startup_verified"] = True
             lifecycle["tool_names"] = names
-            session = Session(client, json.dumps(schemas, sort_keys=True), names)
+            session = MCPSession(client, json.dumps(schemas, sort_keys=True), names)
             result = await asyncio.wait_for(reader.attempt(question, session, policy, config.steps), config.timeout)
     except RunRefused:
         raise
