@@ -15,16 +15,11 @@ import pytest
 from demarkus.eval.errors import RunRefused
 from demarkus.eval.openai_reader import OpenAIReader
 from demarkus.eval.policies import get_policy
+from demarkus.eval.questions import Question
 from demarkus.eval.runner import RunConfig, run_eval
 from demarkus.worlds import demo_world_path
 
-QUESTION = {
-    "id": "q01",
-    "category": "direct",
-    "scope": "/reference",
-    "fields": {"max_payload_kib": "number"},
-    "question": "What is the largest payload?",
-}
+QUESTION = Question("q01", "direct", "What is the largest payload?", {"max_payload_kib": "number"}, "/reference")
 FINAL = json.dumps({"answer": {}, "citations": [], "abstain": True})
 
 

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from demarkus.eval.questions import Question, parse_rubric
 from demarkus.eval.scoring import (
     Corpus,
     lookup_blocks,
@@ -20,13 +21,13 @@ from demarkus.worlds import demo_world_path, open_world
 PATH = "/reference/job-format.md"
 PAYLOAD = "A payload may be at most 256 KiB."
 WINDOW = "The broker remembers an idempotency key for 24 hours after the job that carried it was enqueued."
-Q = {"id": "q01", "category": "direct", "question": "...", "fields": {}}
+Q = Question("q01", "direct", "...", {})
 
 
 @pytest.fixture(scope="module")
 def world():  # type: ignore[no-untyped-def]
     w = open_world(demo_world_path())
-    return Corpus.from_world(w), w.rubric()
+    return Corpus.from_world(w), parse_rubric(w.rubric())
 
 
 def body(corpus: Corpus, anchor: str) -> str:

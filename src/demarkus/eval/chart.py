@@ -12,14 +12,15 @@ Importing this module imports matplotlib (about half a second), so callers on th
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import StrMethodFormatter
+
+from .records import Report, Summary
 
 DPI = 100
 """Pixels per inch of the PNG: its size in pixels is the figure size in inches times this."""
@@ -34,13 +35,13 @@ _HEADROOM = 1.18
 """The y-axis reaches this much above the tallest bar so its value label fits inside."""
 
 
-def arm_label(report: Mapping[str, Any]) -> str:
+def arm_label(report: Report) -> str:
     """A default arm name for one report: its policy and the start of its MCP hash."""
     mcp = str(report["implementation_hashes"].get("mcp", "")).removeprefix("sha256-")[:8]
     return f"{report['spec']['reader_policy']}, mcp {mcp}"
 
 
-def _value(scope: Mapping[str, Any] | None, metric: str) -> float | None:
+def _value(scope: Summary | None, metric: str) -> float | None:
     if scope is None:
         return None
     if metric == "tokens":
@@ -54,7 +55,7 @@ def _format(value: float | None, metric: str) -> str:
     return f"{round(value):,}" if metric == "tokens" else f"{value:.1f}"
 
 
-def _check(arms: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+def _check(arms: Sequence[tuple[str, Report]]) -> None:
     """Refuse input that would make a misleading chart: nothing, or arms not answering the same questions."""
     if not arms:
         raise ValueError("a chart needs at least one report")
@@ -69,7 +70,7 @@ def _check(arms: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
 def _panel(
     ax: Axes,
     names: list[str],
-    arms: Sequence[tuple[str, Mapping[str, Any]]],
+    arms: Sequence[tuple[str, Report]],
     values: list[list[float | None]],
     axis: str,
     metric: str,
@@ -92,7 +93,7 @@ def _panel(
     ax.set_axisbelow(True)
 
 
-def build_figure(arms: Sequence[tuple[str, Mapping[str, Any]]], title: str | None = None) -> Figure:
+def build_figure(arms: Sequence[tuple[str, Report]], title: str | None = None) -> Figure:
     """Grouped bars (one group per category plus `overall`, one bar per arm) in two panels:
     tokens per correct answer, and turns per attempt. Bars with no value are drawn at zero
     height and labelled `n/a`.
@@ -103,7 +104,7 @@ def build_figure(arms: Sequence[tuple[str, Mapping[str, Any]]], title: str | Non
     _check(arms)
     names = sorted({c for _, report in arms for c in report["categories"]}) + ["overall"]
 
-    def scope(report: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
+    def scope(report: Report, name: str) -> Summary | None:
         return report["summary"] if name == "overall" else report["categories"].get(name)
 
     values = {

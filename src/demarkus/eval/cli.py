@@ -12,6 +12,7 @@ import click
 from ..errors import ConfigError
 from . import compare as rules
 from .errors import Refused, RunRefused
+from .records import Report
 from .report import load_report
 
 
@@ -98,7 +99,7 @@ def run_command(
     )
 
 
-def _run_rule(rule, before: Path, after: Path, as_json: bool) -> None:  # type: ignore[no-untyped-def]
+def _run_rule(rule: Callable[[Report, Report], rules.Comparison], before: Path, after: Path, as_json: bool) -> None:
     try:
         result = rule(load_report(before), load_report(after))
     except (ValueError, Refused) as exc:

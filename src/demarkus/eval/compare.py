@@ -17,20 +17,55 @@ categories, and the acceptance verdict with the feature-exercised gate.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from .errors import Refused
 from .policies import POLICIES
+from .records import Report, Summary
 from .report import MULTI_DOCUMENT, RESCORE_FIELDS, is_rescored
 
 NOTE = "Point estimates only: repeats are few and readers vary; a change within noise is not a result."
 
 
-def _tasks(report: Mapping[str, Any]) -> dict[str, str]:
+class CategoryChange(TypedDict):
+    before: Summary | None
+    after: Summary | None
+    tokens_per_correct_change_percent: float | None
+
+
+class Verdict(TypedDict):
+    accepted: bool
+    feature_exercised: bool
+    after_mark_explore_calls: int
+    after_relation_expansions: int
+    multi_document_categories: list[str]
+    reasons: list[str]
+
+
+class Comparison(TypedDict):
+    """What every rule returns (and `--json` prints)."""
+
+    kind: str
+    before: Summary
+    after: Summary
+    tokens_per_correct_change_percent: float | None
+    categories: dict[str, CategoryChange]
+    regressed_tasks: list[str]
+    regressed_categories: list[str]
+    improved_point_estimate: bool
+    note: str
+    verdict: Verdict
+    before_policy: NotRequired[str]
+    after_policy: NotRequired[str]
+    before_tool_result_tokens: NotRequired[int]
+    after_tool_result_tokens: NotRequired[int]
+
+
+def _tasks(report: Report) -> dict[str, str]:
     return {a["task"]: a["category"] for a in report["attempts"]}
 
 
-def _check_provenance(before: Mapping[str, Any], after: Mapping[str, Any]) -> None:
+def _check_provenance(before: Report, after: Report) -> None:
     """Rescored on both sides or neither, with complete provenance and the same scorer."""
     for name, report in (("before", before), ("after", after)):
         if is_rescored(report) and not all(report.get(key) for key in RESCORE_FIELDS):
@@ -43,7 +78,7 @@ def _check_provenance(before: Mapping[str, Any], after: Mapping[str, Any]) -> No
         raise Refused("the reports were rescored by different scorer implementations; rescore both with one scorer")
 
 
-def _check_cohorts(before: Mapping[str, Any], after: Mapping[str, Any]) -> None:
+def _check_cohorts(before: Report, after: Report) -> None:
     for name, report in (("before", before), ("after", after)):
         spec = report["spec"]
         if len(report["attempts"]) != spec["expected_attempts"]:
@@ -59,11 +94,11 @@ def _check_cohorts(before: Mapping[str, Any], after: Mapping[str, Any]) -> None:
         raise Refused("the two reports do not hold the same tasks with the same categories")
 
 
-def _diff_keys(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
+def _diff_keys(a: Mapping[str, object], b: Mapping[str, object]) -> list[str]:
     return sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
 
 
-def compare(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
+def compare(before: Report, after: Report) -> Comparison:
     _check_provenance(before, after)
     if before["spec"] != after["spec"]:
         raise Refused("run specs differ in: " + ", ".join(_diff_keys(before["spec"], after["spec"])))
@@ -77,7 +112,7 @@ def compare(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, An
     return _comparison("compare", before, after)
 
 
-def compare_policies(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
+def compare_policies(before: Report, after: Report) -> Comparison:
     _check_provenance(before, after)
     for name, report in (("before", before), ("after", after)):
         policy = POLICIES.get(report["spec"]["reader_policy"])
@@ -105,7 +140,7 @@ def compare_policies(before: Mapping[str, Any], after: Mapping[str, Any]) -> dic
     return result
 
 
-def side_by_side(a: Mapping[str, Any], c: Mapping[str, Any]) -> dict[str, Any]:
+def side_by_side(a: Report, c: Report) -> Comparison:
     _check_provenance(a, c)
     for key in ("world", "fixture_hashes", "scoring_version"):
         if a["spec"].get(key) != c["spec"].get(key):
@@ -116,14 +151,14 @@ def side_by_side(a: Mapping[str, Any], c: Mapping[str, Any]) -> dict[str, Any]:
     return result
 
 
-def _change(before: Any, after: Any) -> float | None:
+def _change(before: float | None, after: float | None) -> float | None:
     if not before or after is None:
         return None
     return round((after / before - 1) * 100, 2)
 
 
-def _comparison(kind: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
-    def correct_by_task(report: Mapping[str, Any]) -> dict[str, int]:
+def _comparison(kind: str, before: Report, after: Report) -> Comparison:
+    def correct_by_task(report: Report) -> dict[str, int]:
         out: dict[str, int] = {}
         for attempt in report["attempts"]:
             out[attempt["task"]] = out.get(attempt["task"], 0) + bool(attempt["score"]["correct"])
@@ -131,7 +166,7 @@ def _comparison(kind: str, before: Mapping[str, Any], after: Mapping[str, Any]) 
 
     cb, ca = correct_by_task(before), correct_by_task(after)
     regressed_tasks = sorted(t for t in cb if ca.get(t, 0) < cb[t])
-    cats: dict[str, dict[str, Any]] = {}
+    cats: dict[str, CategoryChange] = {}
     for name in sorted(set(before["categories"]) | set(after["categories"])):
         b, a = before["categories"].get(name), after["categories"].get(name)
         cats[name] = {
@@ -145,7 +180,13 @@ def _comparison(kind: str, before: Mapping[str, Any], after: Mapping[str, Any]) 
         n for n, c in cats.items() if c["before"] and c["after"] and c["after"]["correct"] < c["before"]["correct"]
     )
     change = _change(before["summary"]["tokens_per_correct_answer"], after["summary"]["tokens_per_correct_answer"])
-    result: dict[str, Any] = {
+    improved = (
+        change is not None
+        and change < 0
+        and not regressed_tasks
+        and after["summary"]["correct"] >= before["summary"]["correct"]
+    )
+    return {
         "kind": kind,
         "before": before["summary"],
         "after": after["summary"],
@@ -153,22 +194,17 @@ def _comparison(kind: str, before: Mapping[str, Any], after: Mapping[str, Any]) 
         "categories": cats,
         "regressed_tasks": regressed_tasks,
         "regressed_categories": regressed_categories,
-        "improved_point_estimate": change is not None
-        and change < 0
-        and not regressed_tasks
-        and after["summary"]["correct"] >= before["summary"]["correct"],
+        "improved_point_estimate": improved,
         "note": NOTE,
+        "verdict": verdict(cats, regressed_tasks, after),
     }
-    result["verdict"] = verdict(result, after)
-    return result
 
 
-def verdict(result: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
+def verdict(cats: Mapping[str, CategoryChange], regressed_tasks: list[str], after: Report) -> Verdict:
     """No regression on `direct`; each multi-document category present: equal-or-better
     correctness and fewer tokens per correct; the graph-navigation claim needs the after
     arm to have exercised the feature (mark_explore calls or relation_expansions > 0)."""
     reasons: list[str] = []
-    cats = result["categories"]
     direct = cats.get("direct")
     if (
         direct
@@ -176,13 +212,14 @@ def verdict(result: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, An
         and direct["after"]
         and (
             direct["after"]["correct"] < direct["before"]["correct"]
-            or any(_category_of(after, t) == "direct" for t in result["regressed_tasks"])
+            or any(_category_of(after, t) == "direct" for t in regressed_tasks)
         )
     ):
         reasons.append("direct answers regressed")
     multi = [n for n in MULTI_DOCUMENT if n in cats and cats[n]["before"] and cats[n]["after"]]
     for name in multi:
         b, a = cats[name]["before"], cats[name]["after"]
+        assert b is not None and a is not None  # `multi` holds only categories of both reports
         if a["correct"] < b["correct"]:
             reasons.append(f"{name}: fewer correct ({b['correct']} -> {a['correct']})")
         tb, ta = b["tokens_per_correct_answer"], a["tokens_per_correct_answer"]
@@ -203,19 +240,19 @@ def verdict(result: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, An
     }
 
 
-def _category_of(report: Mapping[str, Any], task: str) -> str:
+def _category_of(report: Report, task: str) -> str:
     return _tasks(report).get(task, "")
 
 
-def _f(value: Any) -> str:
+def _f(value: float | None) -> str:
     if value is None:
         return "n/a"
     if isinstance(value, float):
         return f"{value:,.2f}"
-    return f"{value:,}" if isinstance(value, int) else str(value)
+    return f"{value:,}"
 
 
-def render(result: Mapping[str, Any]) -> str:
+def render(result: Comparison) -> str:
     b, a = result["before"], result["after"]
     lines = [f"# {result['kind']}"]
     if "before_policy" in result:
@@ -225,7 +262,7 @@ def render(result: Mapping[str, Any]) -> str:
         "| Scope | Correct b→a | Tokens/correct b→a | Δ % | Turns b→a | Calls b→a | Result tokens b→a | Explore a | Relation expansions a |",
         "|---|---|---|---:|---|---|---|---:|---:|",
     ]
-    rows = [
+    rows: list[tuple[str, Summary | None, Summary | None, float | None]] = [
         (n, c["before"], c["after"], c["tokens_per_correct_change_percent"]) for n, c in result["categories"].items()
     ]
     rows.append(("overall", b, a, result["tokens_per_correct_change_percent"]))

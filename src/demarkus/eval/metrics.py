@@ -11,16 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from .report import (
-    RESCORE_FIELDS,
-    build_report,
-    digest,
-    read_report,
-    validate_report,
-    write_new_report,
-)
+from .records import Attempt, CallRecord, Report, Score
+from .report import build_report, digest, read_report, validate_report, write_new_report
 
 SCORING_NOTE = "scoring details retained in private trace"
 RUN_NOTE = "run failed; details retained in private trace"
@@ -37,25 +31,43 @@ _ATTEMPT_KEYS = (
     "tool_calls_by_tool",
 )
 _TRACE_KEYS = ("usage", "usage_total", "usage_complete", "usage_lower_bound", "turns")
-_SCORE_FLAGS = ("correct", "answer_correct", "citations_valid", "evidence_sufficient")
 
 
-def strip_attempt(attempt: Mapping[str, Any]) -> dict[str, Any]:
+def strip_attempt(attempt: Attempt) -> Attempt:
     """Counts and grades of one attempt; tool calls keep only their name and failure flag."""
-    out = {key: attempt[key] for key in _ATTEMPT_KEYS if key in attempt}
     trace = attempt["trace"]
-    out["trace"] = {key: trace[key] for key in _TRACE_KEYS if key in trace}
-    out["trace"]["calls"] = [{"name": c["name"], **({"error": True} if c.get("error") else {})} for c in trace["calls"]]
-    out["trace"]["final"] = None
+    stripped = _allowed(trace, _TRACE_KEYS)
+    stripped["calls"] = [_name_only(call) for call in trace["calls"]]
+    stripped["final"] = None
     score = attempt["score"]
-    out["score"] = {key: bool(score.get(key)) for key in _SCORE_FLAGS}
-    out["score"]["reasons"] = [SCORING_NOTE] if score.get("reasons") else []
+    grades: Score = {
+        "correct": bool(score.get("correct")),
+        "answer_correct": bool(score.get("answer_correct")),
+        "citations_valid": bool(score.get("citations_valid")),
+        "evidence_sufficient": bool(score.get("evidence_sufficient")),
+        "reasons": [SCORING_NOTE] if score.get("reasons") else [],
+    }
+    out = _allowed(attempt, _ATTEMPT_KEYS)
+    out["trace"] = stripped
+    out["score"] = grades
     if attempt.get("error"):
         out["error"] = RUN_NOTE
-    return out
+    # the allow-lists name only fields of Attempt and Trace, and every run writes them all
+    return cast(Attempt, out)
 
 
-def export_metrics(report: Mapping[str, Any], raw: bytes) -> dict[str, Any]:
+def _allowed(record: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    return {key: record[key] for key in keys if key in record}
+
+
+def _name_only(call: CallRecord) -> CallRecord:
+    kept: CallRecord = {"name": call["name"]}
+    if call.get("error"):
+        kept["error"] = True
+    return kept
+
+
+def export_metrics(report: Report, raw: bytes) -> Report:
     """The metrics-only report of `report` (whose file bytes are `raw`).
 
     Raises:
@@ -71,15 +83,20 @@ def export_metrics(report: Mapping[str, Any], raw: bytes) -> dict[str, Any]:
         report.get("lifecycle", {}),
         generated=report["generated"],
     )
-    out.update({key: report[key] for key in RESCORE_FIELDS if key in report})
-    out.update(
-        metrics_only=True, source_report_sha256=digest(raw), tool_result_tokens=out["summary"]["tool_result_tokens"]
-    )
+    if "rescored_from_sha256" in report:
+        out["rescored_from_sha256"] = report["rescored_from_sha256"]
+    if "rescored_at" in report:
+        out["rescored_at"] = report["rescored_at"]
+    if "scorer_implementation_sha256" in report:
+        out["scorer_implementation_sha256"] = report["scorer_implementation_sha256"]
+    out["metrics_only"] = True
+    out["source_report_sha256"] = digest(raw)
+    out["tool_result_tokens"] = out["summary"]["tool_result_tokens"]
     validate_report(out, "metrics-only export")
     return out
 
 
-def export(private: Path, new: Path) -> dict[str, Any]:
+def export(private: Path, new: Path) -> Report:
     """Export report PRIVATE as the metrics-only report NEW (a new file).
 
     Raises:

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
 from typing import Any
 
 import httpx
 
 from .errors import RunRefused
 from .policies import Policy, task_text
-from .reader import Session
+from .questions import Question
+from .reader import AttemptResult, Session
+from .records import empty_usage
 
 
 class OpenAIReader:
@@ -59,9 +60,7 @@ class OpenAIReader:
             raise RunRefused(f"the openai reader reads its key from ${api_key_env}, which is empty")
         return cls(base_url, model, key, max_output_tokens=max_output_tokens)
 
-    async def attempt(
-        self, question: Mapping[str, Any], session: Session, policy: Policy, steps: int
-    ) -> dict[str, Any]:
+    async def attempt(self, question: Question, session: Session, policy: Policy, steps: int) -> AttemptResult:
         tools = [
             {
                 "type": "function",
@@ -77,8 +76,9 @@ class OpenAIReader:
             {"role": "system", "content": policy.prompt},
             {"role": "user", "content": task_text(question)},
         ]
-        usage = {"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}}
-        complete, turns, errors = True, 0, []
+        usage = empty_usage()
+        complete, turns = True, 0
+        errors: list[str] = []
         final: str | None = None
         headers = {"Authorization": f"Bearer {self.api_key}"}
         async with httpx.AsyncClient(transport=self.transport, timeout=self.request_timeout) as http:

@@ -33,7 +33,9 @@ from typing import Any
 from ..index.query import content_words
 from ..tokens import count_tokens
 from .policies import Policy, task_text
-from .reader import Session
+from .questions import Evidence, Question, RubricEntry
+from .reader import AttemptResult, Session
+from .records import CallRecord, empty_usage
 from .scoring import Corpus, evidence_seen, observations, parse_envelope, split_location
 
 _ROW = re.compile(r"^\| (/[^ |]+) \|")
@@ -134,37 +136,35 @@ class OracleReader:
     kind = "oracle"
     model = "oracle"
 
-    def __init__(self, corpus: Corpus, rubric: Mapping[str, Any]) -> None:
+    def __init__(self, corpus: Corpus, rubric: Mapping[str, RubricEntry]) -> None:
         self.corpus = corpus
         self.rubric = rubric
 
-    async def attempt(
-        self, question: Mapping[str, Any], session: Session, policy: Policy, steps: int
-    ) -> dict[str, Any]:
-        """Run one attempt through `session`. Returns {final, usage, usage_complete, turns, lower_bound}."""
-        entry = self.rubric[question["id"]]
-        required = [item for items in entry.get("evidence", {}).values() for item in items]
+    async def attempt(self, question: Question, session: Session, policy: Policy, steps: int) -> AttemptResult:
+        """Run one attempt through `session`; its usage is the turn model's (`lower_bound`)."""
+        entry = self.rubric[question.id]
+        required = entry.required()
         task = task_text(question)
         fixed = count_tokens(policy.prompt) + count_tokens(session.schemas_json) + count_tokens(task)
         history = 0
-        usage = {"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}}
-        leads = Leads(follow_body_links=len({item["path"] for item in required}) <= 1)
+        usage = empty_usage()
+        leads = Leads(follow_body_links=len({item.path for item in required}) <= 1)
         made: set[str] = set()
         explored: set[str] = set()
-        calls: list[dict[str, Any]] = []
+        calls: list[CallRecord] = []
         turns = 0
 
-        def pending() -> list[Mapping[str, Any]]:
+        def pending() -> list[Evidence]:
             seen = observations(calls)
             return [item for item in required if not evidence_seen(self.corpus, item, seen)]
 
         while True:
             missing = pending()
-            choice = None
+            choice: tuple[str, dict[str, Any]] | None = None
             if turns == 0:
                 arguments: dict[str, Any] = {
-                    "query": " ".join(content_words(question["question"])),
-                    "url": question.get("scope") or "/",
+                    "query": " ".join(content_words(question.question)),
+                    "url": question.scope or "/",
                     "limit": policy.lookup_limit,
                     "match": "body",
                 }
@@ -191,14 +191,16 @@ class OracleReader:
             turns += 1
             record = await session.call(name, arguments)
             calls.append(record)
-            history += count_tokens(text) + count_tokens(record.get("output") or record.get("error") or "")
+            history += count_tokens(text) + count_tokens(record.get("output") or "")
             if not record.get("error"):
                 leads.absorb(name, arguments, record.get("output") or "")
 
-    def _next(self, missing, leads: Leads, made: set[str], explored: set[str]):  # type: ignore[no-untyped-def]
+    def _next(
+        self, missing: list[Evidence], leads: Leads, made: set[str], explored: set[str]
+    ) -> tuple[str, dict[str, Any]] | None:
         options: list[tuple[str, dict[str, Any]]] = []
         for item in missing:
-            path, version, anchor = item["path"], int(item["version"]), item["anchor"]
+            path, version, anchor = item.path, item.version, item.anchor
             if path not in leads.anchors:
                 continue
             known = leads.versions.get(path, set())
@@ -220,12 +222,12 @@ class OracleReader:
         return None
 
     @staticmethod
-    def _final(entry: Mapping[str, Any]) -> str:
-        if entry.get("abstain"):
+    def _final(entry: RubricEntry) -> str:
+        if entry.abstain:
             return json.dumps({"answer": {}, "citations": [], "abstain": True})
         citations = [
-            {"field": name, "url": f"{item['path']}/v{item['version']}#{item['anchor']}", "quote": item["quote"]}
-            for name, items in entry.get("evidence", {}).items()
+            {"field": name, "url": item.url, "quote": item.quote}
+            for name, items in entry.evidence.items()
             for item in items
         ]
-        return json.dumps({"answer": entry["answer"], "citations": citations, "abstain": False}, ensure_ascii=False)
+        return json.dumps({"answer": entry.answer, "citations": citations, "abstain": False}, ensure_ascii=False)

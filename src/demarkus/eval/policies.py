@@ -10,7 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
+
+from .questions import Question
 
 ANSWER_CONTRACT = """Answer contract. When you are done, reply with only one JSON object and nothing else:
 {"answer": {<field>: <value>, ...}, "citations": [{"field": "<field>", "url": "/doc.md/vN#section", "quote": "<exact text>"}], "abstain": false}
@@ -70,10 +71,10 @@ def get_policy(name: str) -> Policy:
         raise ValueError(f"unknown reader policy {name!r}; choose one of {', '.join(sorted(POLICIES))}") from None
 
 
-def task_text(question: dict[str, Any]) -> str:
+def task_text(question: Question) -> str:
     """What the reader is told: the question, the answer fields and, if any, the scope.
     Never the category, rubric or paths."""
-    lines = [question["question"], "Answer fields and types: " + json.dumps(question["fields"], sort_keys=True)]
-    if question.get("scope"):
-        lines.append(f"Allowed scope: {question['scope']}")
+    lines = [question.question, "Answer fields and types: " + json.dumps(dict(question.fields), sort_keys=True)]
+    if question.scope:
+        lines.append(f"Allowed scope: {question.scope}")
     return "\n".join(lines)

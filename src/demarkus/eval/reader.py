@@ -1,25 +1,33 @@
 """What the runner and a reader need from each other, and nothing else.
 
 The runner gives a `Reader` one `Session` per attempt (the tools of a real `demarkus mcp`
-subprocess) and takes back the attempt's result; readers (`oracle`, `openai_reader`)
-import this module, never the runner or each other.
+subprocess) and takes back an `AttemptResult`; readers (`oracle`, `openai_reader`) import
+this module, never the runner or each other.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any, NotRequired, Protocol, TypedDict
 
 from .policies import Policy
+from .questions import Question
+from .records import CallRecord, Usage
+
+
+class ToolSchema(TypedDict):
+    """One tool as the MCP server lists it."""
+
+    name: str
+    description: str | None
+    inputSchema: dict[str, Any]
 
 
 class Session(Protocol):
     """The tools of one attempt. Every call is recorded in `calls`, failures included."""
 
     @property
-    def tools(self) -> list[dict[str, Any]]:
-        """Each tool as the MCP server lists it: name, description, inputSchema."""
-        ...
+    def tools(self) -> list[ToolSchema]: ...
 
     @property
     def schemas_json(self) -> str:
@@ -27,11 +35,22 @@ class Session(Protocol):
         ...
 
     @property
-    def calls(self) -> list[dict[str, Any]]: ...
+    def calls(self) -> list[CallRecord]: ...
 
-    async def call(self, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    async def call(self, name: str, arguments: Mapping[str, Any]) -> CallRecord:
         """Call tool `name`; a failure comes back as a record with `error`, never raised."""
         ...
+
+
+class AttemptResult(TypedDict):
+    final: str | None
+    """The reader's last message (its answer), None when it never gave one."""
+    usage: Usage
+    usage_complete: bool
+    turns: int
+    lower_bound: NotRequired[bool]
+    """The usage is the oracle's turn model, not a model's count."""
+    errors: NotRequired[list[str]]
 
 
 class Reader(Protocol):
@@ -42,8 +61,6 @@ class Reader(Protocol):
         """Recorded in the run spec (`oracle` for the oracle)."""
         ...
 
-    async def attempt(
-        self, question: Mapping[str, Any], session: Session, policy: Policy, steps: int
-    ) -> dict[str, Any]:
-        """Run one attempt of at most `steps` model turns: {final, usage, usage_complete, turns[, lower_bound][, errors]}."""
+    async def attempt(self, question: Question, session: Session, policy: Policy, steps: int) -> AttemptResult:
+        """Run one attempt of at most `steps` model turns."""
         ...

@@ -15,7 +15,9 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+
+from .records import Attempt, Latency, Lifecycle, Report, RunSpec, Summary, Usage, empty_usage
 
 FORMAT = "demarkus-eval-report-v1"
 RESCORE_FIELDS = ("rescored_from_sha256", "rescored_at", "scorer_implementation_sha256")
@@ -23,66 +25,68 @@ _DIGEST = re.compile(r"sha256-[0-9a-f]{64}")
 MULTI_DOCUMENT = ("multi-document", "supersession", "lineage", "dependency")
 
 
-def summarize(attempts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def summarize(attempts: Sequence[Attempt]) -> Summary:
     """Totals over `attempts`; tokens_per_correct_answer is None with 0 correct or incomplete usage."""
-    usage = {"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}}
+    usage = empty_usage()
     by_tool: dict[str, int] = {}
-    summary: dict[str, Any] = {
-        "attempts": len(attempts),
-        "correct": 0,
-        "known_total_tokens": 0,
-        "usage_complete": True,
-        "usage_lower_bound": False,
-        "model_turns": 0,
-        "tool_calls": 0,
-        "protocol_requests": 0,
-        "tool_result_tokens": 0,
-        "relation_expansions": 0,
-        "failures": 0,
-        "answer_correct": 0,
-        "citations_valid": 0,
-        "evidence_sufficient": 0,
-    }
+    correct = known_total_tokens = model_turns = tool_calls = protocol_requests = 0
+    tool_result_tokens = expansions = failures = answer_correct = citations_valid = evidence_sufficient = 0
+    usage_complete, usage_lower_bound = True, False
     cold: list[float] = []
     warm: list[float] = []
     for attempt in attempts:
         trace, score = attempt["trace"], attempt["score"]
-        summary["correct"] += bool(score.get("correct"))
-        for key in ("answer_correct", "citations_valid", "evidence_sufficient"):
-            summary[key] += bool(score.get(key))
-        summary["known_total_tokens"] += int(trace.get("usage_total", 0))
-        summary["usage_complete"] &= bool(trace.get("usage_complete"))
-        summary["usage_lower_bound"] |= bool(trace.get("usage_lower_bound"))
-        summary["model_turns"] += int(trace.get("turns", 0))
-        summary["tool_calls"] += len(trace.get("calls", []))
-        summary["protocol_requests"] += int(attempt.get("protocol_requests", 0))
-        summary["tool_result_tokens"] += int(attempt.get("tool_result_tokens", 0))
-        summary["relation_expansions"] += int(attempt.get("relation_expansions", 0))
-        summary["failures"] += bool(attempt.get("error")) + sum(1 for c in trace.get("calls", []) if c.get("error"))
-        u = trace.get("usage") or {}
-        for key in ("input", "output", "reasoning"):
-            usage[key] += int(u.get(key, 0))
-        for key in ("read", "write"):
-            usage["cache"][key] += int((u.get("cache") or {}).get(key, 0))
+        correct += bool(score.get("correct"))
+        answer_correct += bool(score.get("answer_correct"))
+        citations_valid += bool(score.get("citations_valid"))
+        evidence_sufficient += bool(score.get("evidence_sufficient"))
+        known_total_tokens += int(trace.get("usage_total", 0))
+        usage_complete &= bool(trace.get("usage_complete"))
+        usage_lower_bound |= bool(trace.get("usage_lower_bound"))
+        model_turns += int(trace.get("turns", 0))
+        tool_calls += len(trace.get("calls", []))
+        protocol_requests += int(attempt.get("protocol_requests", 0))
+        tool_result_tokens += int(attempt.get("tool_result_tokens", 0))
+        expansions += int(attempt.get("relation_expansions", 0))
+        failures += bool(attempt.get("error")) + sum(1 for c in trace.get("calls", []) if c.get("error"))
+        _add_usage(usage, trace.get("usage") or {})
         for name, count in attempt.get("tool_calls_by_tool", {}).items():
             by_tool[name] = by_tool.get(name, 0) + count
         (cold if attempt.get("repeat", 1) == 1 else warm).append(float(attempt.get("elapsed_ms", 0)))
-    summary["usage"] = usage
-    summary["tool_calls_by_tool"] = dict(sorted(by_tool.items()))
-    summary["tokens_per_correct_answer"] = (
-        round(summary["known_total_tokens"] / summary["correct"], 2)
-        if summary["correct"] and summary["usage_complete"]
-        else None
-    )
-    summary["result_tokens_per_correct_answer"] = (
-        round(summary["tool_result_tokens"] / summary["correct"], 2) if summary["correct"] else None
-    )
-    summary["cold_latency"] = _latency(cold)
-    summary["warm_latency"] = _latency(warm)
-    return summary
+    return {
+        "attempts": len(attempts),
+        "correct": correct,
+        "known_total_tokens": known_total_tokens,
+        "usage_complete": usage_complete,
+        "usage_lower_bound": usage_lower_bound,
+        "model_turns": model_turns,
+        "tool_calls": tool_calls,
+        "protocol_requests": protocol_requests,
+        "tool_result_tokens": tool_result_tokens,
+        "relation_expansions": expansions,
+        "failures": failures,
+        "answer_correct": answer_correct,
+        "citations_valid": citations_valid,
+        "evidence_sufficient": evidence_sufficient,
+        "usage": usage,
+        "tool_calls_by_tool": dict(sorted(by_tool.items())),
+        "tokens_per_correct_answer": (round(known_total_tokens / correct, 2) if correct and usage_complete else None),
+        "result_tokens_per_correct_answer": round(tool_result_tokens / correct, 2) if correct else None,
+        "cold_latency": _latency(cold),
+        "warm_latency": _latency(warm),
+    }
 
 
-def _latency(samples: list[float]) -> dict[str, Any]:
+def _add_usage(total: Usage, usage: Usage) -> None:
+    total["input"] += int(usage.get("input", 0))
+    total["output"] += int(usage.get("output", 0))
+    total["reasoning"] += int(usage.get("reasoning", 0))
+    cache = usage.get("cache") or {"read": 0, "write": 0}
+    total["cache"]["read"] += int(cache.get("read", 0))
+    total["cache"]["write"] += int(cache.get("write", 0))
+
+
+def _latency(samples: list[float]) -> Latency:
     if not samples:
         return {"samples": 0, "mean_ms": None, "min_ms": None, "max_ms": None}
     return {
@@ -93,32 +97,32 @@ def _latency(samples: list[float]) -> dict[str, Any]:
     }
 
 
-def categories(attempts: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+def categories(attempts: Sequence[Attempt]) -> dict[str, Summary]:
     names = sorted({a["category"] for a in attempts})
     return {name: summarize([a for a in attempts if a["category"] == name]) for name in names}
 
 
 def build_report(
-    spec: Mapping[str, Any],
+    spec: RunSpec,
     hashes: Mapping[str, str],
-    attempts: Sequence[Mapping[str, Any]],
-    lifecycle: Mapping[str, Any],
+    attempts: Sequence[Attempt],
+    lifecycle: Lifecycle,
     *,
     generated: str,
-) -> dict[str, Any]:
+) -> Report:
     return {
         "format": FORMAT,
-        "spec": dict(spec),
+        "spec": spec.copy(),
         "generated": generated,
         "implementation_hashes": dict(hashes),
         "attempts": list(attempts),
         "summary": summarize(attempts),
         "categories": categories(attempts),
-        "lifecycle": dict(lifecycle),
+        "lifecycle": lifecycle.copy(),
     }
 
 
-def load_report(path: Path) -> dict[str, Any]:
+def load_report(path: Path) -> Report:
     """Read and validate a report: format, identity, summaries recomputable from attempts.
 
     Raises:
@@ -127,7 +131,7 @@ def load_report(path: Path) -> dict[str, Any]:
     return read_report(path)[1]
 
 
-def read_report(path: Path) -> tuple[bytes, dict[str, Any]]:
+def read_report(path: Path) -> tuple[bytes, Report]:
     """The report's bytes (derived reports record their digest) and its validated content.
 
     Raises:
@@ -142,18 +146,24 @@ def read_report(path: Path) -> tuple[bytes, dict[str, Any]]:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path}: not a report: the file is not JSON ({exc})") from exc
     validate_report(report, str(path))
-    return raw, report
+    return raw, cast(Report, report)
 
 
 def digest(raw: bytes) -> str:
     return "sha256-" + hashlib.sha256(raw).hexdigest()
 
 
-def is_rescored(report: Mapping[str, Any]) -> bool:
+def is_rescored(report: Mapping[str, object]) -> bool:
     return any(key in report for key in RESCORE_FIELDS)
 
 
-def validate_report(report: Mapping[str, Any], name: str = "report") -> None:
+def validate_report(report: Any, name: str = "report") -> None:
+    """Accept `report` (JSON as loaded) as a `Report`: format, identity, hashes, provenance,
+    attempts and summaries recomputable from them.
+
+    Raises:
+        ValueError: what is wrong, naming `name`.
+    """
     if not isinstance(report, dict) or "format" not in report:
         raise ValueError(f'{name}: not a report: a {FORMAT} report is a JSON object with "format": "{FORMAT}"')
     if report["format"] != FORMAT:
@@ -213,7 +223,7 @@ def _validate_derivation(report: Mapping[str, Any], name: str) -> None:
             )
 
 
-def write_new_report(report: Mapping[str, Any], path: Path) -> None:
+def write_new_report(report: Report, path: Path) -> None:
     """Write report.json content to `path`, which must not exist yet (derived reports never
     replace their source)."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -228,7 +238,7 @@ def _jsonish(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
 
-def write_outputs(report: Mapping[str, Any], output: Path) -> None:
+def write_outputs(report: Report, output: Path) -> None:
     from .chart import arm_label, build_figure, write_png
 
     output.mkdir(parents=True, exist_ok=True)
@@ -247,7 +257,7 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def render_markdown(report: Mapping[str, Any]) -> str:
+def render_markdown(report: Report) -> str:
     spec, summary = report["spec"], report["summary"]
     bound = " (oracle turn model: a lower bound)" if summary.get("usage_lower_bound") else ""
     lines = [

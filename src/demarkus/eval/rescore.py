@@ -17,11 +17,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from ..errors import ConfigError
 from ..worlds import demo_world_path, open_world
 from ..worlds.world import CORPUS, QUESTIONS, RUBRIC, check_rubric, file_sha256
+from .questions import Question, RubricEntry, parse_questions, parse_rubric
+from .records import Attempt, Report
 from .report import build_report, digest, read_report, write_new_report
 from .runner import package_dir, package_hash
 from .scoring import SCORING_VERSION, Corpus, score_attempt
@@ -35,8 +36,8 @@ class Grading:
     """What the scorer needs: every version body, the questions by id, the rubric and its fingerprint."""
 
     corpus: Corpus
-    questions: Mapping[str, Mapping[str, Any]]
-    rubric: Mapping[str, Any]
+    questions: Mapping[str, Question]
+    rubric: Mapping[str, RubricEntry]
     rubric_sha256: str
 
 
@@ -45,7 +46,7 @@ def scorer_hash() -> str:
 
 
 def grading_files(
-    report: Mapping[str, Any], world: Path | None, corpus: Path | None, questions: Path | None, rubric: Path | None
+    report: Report, world: Path | None, corpus: Path | None, questions: Path | None, rubric: Path | None
 ) -> tuple[Path, Path, Path]:
     """Corpus, questions and rubric paths: explicit files win, then `world`'s, then the
     packaged demo world's when the report was run on it.
@@ -65,7 +66,7 @@ def grading_files(
     return corpus or world / CORPUS, questions or world / QUESTIONS, rubric or world / RUBRIC
 
 
-def load_grading(report: Mapping[str, Any], corpus: Path, questions: Path, rubric: Path) -> Grading:
+def load_grading(report: Report, corpus: Path, questions: Path, rubric: Path) -> Grading:
     """Read the three files, refusing a corpus or question set other than the run's.
 
     Raises:
@@ -85,7 +86,7 @@ def load_grading(report: Mapping[str, Any], corpus: Path, questions: Path, rubri
         if line.strip():
             document = json.loads(line)
             documents[document["path"]] = document["versions"]
-    by_id = {q["id"]: q for q in json.loads(questions.read_text(encoding="utf-8"))}
+    by_id = {q.id: q for q in parse_questions(json.loads(questions.read_text(encoding="utf-8")))}
     try:
         entries = json.loads(rubric.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -96,19 +97,17 @@ def load_grading(report: Mapping[str, Any], corpus: Path, questions: Path, rubri
     missing = sorted({a["task"] for a in report["attempts"]} - set(entries))
     if missing:
         raise ValueError(f"{rubric} has no entry for {', '.join(missing)}")
-    return Grading(Corpus(documents), by_id, entries, file_sha256(rubric))
+    return Grading(Corpus(documents), by_id, parse_rubric(entries), file_sha256(rubric))
 
 
-def rescore_report(
-    report: Mapping[str, Any], raw: bytes, grading: Grading, *, scorer: str, rescored_at: str
-) -> dict[str, Any]:
+def rescore_report(report: Report, raw: bytes, grading: Grading, *, scorer: str, rescored_at: str) -> Report:
     """A new report: the same attempts graded again, summaries recomputed, provenance added.
 
     Raises:
         ValueError: the report is a metrics-only export (its traces are gone).
     """
     _require_traces(report, "the report")
-    attempts = []
+    attempts: list[Attempt] = []
     for attempt in report["attempts"]:
         graded = copy.deepcopy(attempt)
         trace = graded["trace"]
@@ -120,13 +119,15 @@ def rescore_report(
             grading.corpus,
         )
         attempts.append(graded)
-    spec = dict(report["spec"])
+    spec = report["spec"].copy()
     spec["fixture_hashes"] = {**spec["fixture_hashes"], "rubric": grading.rubric_sha256}
     spec["scoring_version"] = SCORING_VERSION
     out = build_report(
         spec, report["implementation_hashes"], attempts, report.get("lifecycle", {}), generated=report["generated"]
     )
-    out.update(rescored_from_sha256=digest(raw), rescored_at=rescored_at, scorer_implementation_sha256=scorer)
+    out["rescored_from_sha256"] = digest(raw)
+    out["rescored_at"] = rescored_at
+    out["scorer_implementation_sha256"] = scorer
     return out
 
 
@@ -138,7 +139,7 @@ def rescore(
     corpus: Path | None = None,
     questions: Path | None = None,
     rubric: Path | None = None,
-) -> dict[str, Any]:
+) -> Report:
     """Rescore report ORIGINAL into the new file NEW and return the new report.
 
     Raises:
@@ -157,6 +158,6 @@ def rescore(
     return out
 
 
-def _require_traces(report: Mapping[str, Any], name: str) -> None:
+def _require_traces(report: Report, name: str) -> None:
     if report.get("metrics_only"):
         raise ValueError(f"{name} is a metrics-only report with no traces to grade; rescore the private original")

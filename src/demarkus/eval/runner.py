@@ -19,7 +19,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,6 +27,7 @@ from typing import Any
 
 from mcp import Client as MCPClient
 from mcp import StdioServerParameters
+from mcp.types import TextContent
 
 from ..server.quic import serve_mark
 from ..service import Service
@@ -36,7 +37,10 @@ from ..worlds import open_world
 from ..worlds.loader import load_world
 from .errors import RunRefused
 from .policies import Policy, get_policy
-from .reader import Reader
+from .questions import Question, RubricEntry, parse_questions, parse_rubric
+from .reader import AttemptResult, Reader, ToolSchema
+from .records import Attempt, CallRecord, Lifecycle, Report, RunSpec
+from .report import build_report, write_outputs
 from .scoring import SCORING_VERSION, Corpus, relation_expansions, score_attempt
 
 SUITE = "world-answer-v1"
@@ -169,22 +173,23 @@ class MCPSession:
         self.client = client
         self.schemas_json = schemas_json
         self.tool_names = tool_names
-        self.tools = json.loads(schemas_json)
-        self.calls: list[dict[str, Any]] = []
+        self.tools: list[ToolSchema] = json.loads(schemas_json)
+        self.calls: list[CallRecord] = []
 
-    async def call(self, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        record: dict[str, Any] = {"name": name, "input": dict(arguments)}
+    async def call(self, name: str, arguments: Mapping[str, Any]) -> CallRecord:
+        record: CallRecord = {"name": name, "input": dict(arguments)}
         if name not in self.tool_names:
-            record.update(output=f"unknown tool {name}; available: {', '.join(self.tool_names)}", error=True)
+            record["output"] = f"unknown tool {name}; available: {', '.join(self.tool_names)}"
+            record["error"] = True
         else:
             try:
                 result = await self.client.call_tool(name, dict(arguments))
-                text = "".join(p.text for p in result.content if getattr(p, "text", None) is not None)
-                record["output"] = text
+                record["output"] = "".join(p.text for p in result.content if isinstance(p, TextContent))
                 if result.is_error:
                     record["error"] = True
             except Exception as exc:  # a transport failure is recorded, not raised into the reader
-                record.update(output=f"tool call failed: {exc}", error=True)
+                record["output"] = f"tool call failed: {exc}"
+                record["error"] = True
         self.calls.append(record)
         return record
 
@@ -210,7 +215,7 @@ def _mcp_params(mcp_bin: str | None, url: str, cert: Path, scope: str, home: Pat
     )
 
 
-def make_reader(config: RunConfig, corpus: Corpus, rubric: Mapping[str, Any]) -> Reader:
+def make_reader(config: RunConfig, corpus: Corpus, rubric: Mapping[str, RubricEntry]) -> Reader:
     """The reader `config` names; its module is imported only when it runs."""
     if config.reader == "oracle":
         from .oracle import OracleReader
@@ -223,23 +228,21 @@ def make_reader(config: RunConfig, corpus: Corpus, rubric: Mapping[str, Any]) ->
     )
 
 
-async def run_eval(config: RunConfig) -> dict[str, Any]:
+async def run_eval(config: RunConfig) -> Report:
     """Run every scheduled attempt and write report.json, report.md and chart.png."""
-    from .report import build_report, write_outputs
-
     config.validate()
     policy = get_policy(config.policy)
     world = open_world(config.world)
-    questions = world.questions()
+    questions = parse_questions(world.questions())
     if config.case:
-        questions = [q for q in questions if q["id"] == config.case]
+        questions = [q for q in questions if q.id == config.case]
         if not questions:
             raise RunRefused(f"no question {config.case!r} in {config.world}")
-    rubric = world.rubric()
+    rubric = parse_rubric(world.rubric())
     corpus = Corpus.from_world(world)
     hashes = implementation_hashes(config.reader, config.mcp_bin)
     reader = make_reader(config, corpus, rubric)
-    spec = {
+    spec: RunSpec = {
         "suite": SUITE,
         "world": world.id,
         "authority": world.authority,
@@ -277,14 +280,14 @@ async def run_eval(config: RunConfig) -> dict[str, Any]:
         old_level = access.level
         access.setLevel(logging.INFO)
         access.addHandler(counter)
-        lifecycle: dict[str, Any] = {"tool_profile": TOOL_PROFILE, "startup_verified": False, "server_stayed_up": False}
-        attempts: list[dict[str, Any]] = []
+        lifecycle: Lifecycle = {"tool_profile": TOOL_PROFILE, "startup_verified": False, "server_stayed_up": False}
+        attempts: list[Attempt] = []
         try:
             async with serve_mark(service, host="127.0.0.1", port=0, cert=cert, key=key) as server:
                 url = f"mark://localhost:{server.port}"
                 lifecycle["endpoint"] = f"127.0.0.1:{server.port}"
 
-                async def one(question: Mapping[str, Any], repeat: int, the_reader: Reader) -> dict[str, Any]:
+                async def one(question: Question, repeat: int, the_reader: Reader) -> Attempt:
                     return await _attempt(
                         question, repeat, the_reader, policy, config, url, cert, tmp, counter, corpus, rubric, lifecycle
                     )
@@ -306,7 +309,7 @@ async def run_eval(config: RunConfig) -> dict[str, Any]:
     return report
 
 
-def progress_line(attempt: Mapping[str, Any], done: int, total: int, width: int = 20) -> str:
+def progress_line(attempt: Attempt, done: int, total: int, width: int = 20) -> str:
     """One line per finished attempt, led by a bar of the run so far: `[#####...] 4/16 q04 r1 ...`."""
     filled = width * done // max(total, 1)
     mark = "correct" if attempt["score"]["correct"] else "wrong"
@@ -320,10 +323,10 @@ def progress_line(attempt: Mapping[str, Any], done: int, total: int, width: int 
 
 async def _plan_paid_run(
     config: RunConfig,
-    questions: list[dict[str, Any]],
+    questions: list[Question],
     corpus: Corpus,
-    rubric: Mapping[str, Any],
-    one: Callable[..., Any],
+    rubric: Mapping[str, RubricEntry],
+    one: Callable[[Question, int, Reader], Awaitable[Attempt]],
 ) -> None:
     """Print the planned attempts and the oracle's (lower-bound) spend; refuse without --approve."""
     from .oracle import OracleReader
@@ -346,7 +349,7 @@ async def _plan_paid_run(
 
 
 async def _attempt(
-    question: Mapping[str, Any],
+    question: Question,
     repeat: int,
     reader: Reader,
     policy: Policy,
@@ -356,15 +359,15 @@ async def _attempt(
     tmp: Path,
     counter: _RequestCounter,
     corpus: Corpus,
-    rubric: Mapping[str, Any],
-    lifecycle: dict[str, Any],
-) -> dict[str, Any]:
-    home = Path(tempfile.mkdtemp(prefix=f"{question['id']}-{repeat}-", dir=tmp))
-    scope = question.get("scope") or "/"
+    rubric: Mapping[str, RubricEntry],
+    lifecycle: Lifecycle,
+) -> Attempt:
+    home = Path(tempfile.mkdtemp(prefix=f"{question.id}-{repeat}-", dir=tmp))
+    scope = question.scope or "/"
     started = time.perf_counter()
     before = counter.count
     errors: list[str] = []
-    result: dict[str, Any] = {"final": None, "usage": {}, "usage_complete": False, "turns": 0}
+    result: AttemptResult = {"final": None, "usage": {}, "usage_complete": False, "turns": 0}
     session: MCPSession | None = None
     try:
         async with MCPClient(_mcp_params(config.mcp_bin, url, cert, scope, home)) as client:
@@ -391,10 +394,10 @@ async def _attempt(
     usage = result.get("usage") or {}
     usage_total = usage.get("input", 0) + usage.get("output", 0) + usage.get("reasoning", 0)
     by_tool = Counter(c["name"] for c in calls)
-    score = score_attempt(question, rubric[question["id"]], calls, result.get("final"), corpus)
-    attempt: dict[str, Any] = {
-        "task": question["id"],
-        "category": question["category"],
+    score = score_attempt(question, rubric[question.id], calls, result.get("final"), corpus)
+    attempt: Attempt = {
+        "task": question.id,
+        "category": question.category,
         "repeat": repeat,
         "latency_phase": "cold" if repeat == 1 else "warm",
         "elapsed_ms": round(elapsed, 1),
@@ -414,7 +417,7 @@ async def _attempt(
         "score": score,
     }
     if result.get("errors"):
-        errors.extend(result["errors"])
+        errors.extend(result.get("errors", []))
     if errors:
         attempt["trace"]["errors"] = errors
         attempt["error"] = "; ".join(errors)

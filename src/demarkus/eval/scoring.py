@@ -25,9 +25,12 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple, TypedDict
 
-from ..markdown import parse_outline
+from ..markdown import Outline, parse_outline
+from ..worlds import World
+from .questions import Evidence, Question, RubricEntry
+from .records import CallRecord, Score
 
 SCORING_VERSION = "section-provenance-py-v1"
 
@@ -45,17 +48,17 @@ class Corpus:
 
     def __init__(self, documents: Mapping[str, Sequence[str]]) -> None:
         self._docs = {path: tuple(versions) for path, versions in documents.items()}
-        self._outlines: dict[tuple[str, int], Any] = {}
+        self._outlines: dict[tuple[str, int], Outline] = {}
 
     @classmethod
-    def from_world(cls, world: Any) -> Corpus:
+    def from_world(cls, world: World) -> Corpus:
         return cls({doc.path: doc.versions for doc in world.documents()})
 
     def current(self, path: str) -> int | None:
         versions = self._docs.get(path)
         return len(versions) if versions else None
 
-    def outline(self, path: str, version: int):  # type: ignore[no-untyped-def]
+    def outline(self, path: str, version: int) -> Outline | None:
         versions = self._docs.get(path)
         if not versions or not 1 <= version <= len(versions):
             return None
@@ -120,15 +123,27 @@ def parse_envelope(text: str) -> tuple[dict[str, str], str]:
     return header, body
 
 
-def lookup_blocks(text: str) -> list[tuple[str, int | None, str | None, str, bool]]:
-    """The evidence blocks of a lookup expansion: (path, version, anchor, raw text, related)."""
-    blocks: list[tuple[str, int | None, str | None, str, bool]] = []
+class LookupBlock(NamedTuple):
+    """An evidence block of a lookup expansion, located for scoring."""
+
+    path: str
+    version: int | None
+    anchor: str | None
+    text: str
+    """As printed (not normalised)."""
+    related: bool
+    """A related document's block, framed `(via ...)`."""
+
+
+def lookup_blocks(text: str) -> list[LookupBlock]:
+    """The evidence blocks of a lookup expansion."""
+    blocks: list[LookupBlock] = []
     current: tuple[str, int | None, str | None, bool] | None = None
     lines: list[str] = []
 
     def close() -> None:
         if current is not None:
-            blocks.append((current[0], current[1], current[2], "\n".join(lines), current[3]))
+            blocks.append(LookupBlock(current[0], current[1], current[2], "\n".join(lines), current[3]))
 
     for line in text.splitlines():
         if line.startswith(">>> "):
@@ -144,18 +159,18 @@ def lookup_blocks(text: str) -> list[tuple[str, int | None, str | None, str, boo
     return blocks
 
 
-def relation_expansions(calls: Iterable[Mapping[str, Any]]) -> int:
+def relation_expansions(calls: Iterable[CallRecord]) -> int:
     """Related-document blocks (frames with ` (via `) in the lookup results received."""
     return sum(
         1
         for call in calls
         if _tool(call) == "mark_lookup" and not call.get("error")
         for block in lookup_blocks(call.get("output") or "")
-        if block[4]
+        if block.related
     )
 
 
-def observations(calls: Iterable[Mapping[str, Any]]) -> list[Observation]:
+def observations(calls: Iterable[CallRecord]) -> list[Observation]:
     """Document text in the results of `calls` ({name, input, output, error})."""
     seen: list[Observation] = []
     for call in calls:
@@ -179,7 +194,7 @@ def observations(calls: Iterable[Mapping[str, Any]]) -> list[Observation]:
     return seen
 
 
-def _tool(call: Mapping[str, Any]) -> str:
+def _tool(call: CallRecord) -> str:
     name = str(call.get("name", ""))
     return name.split("_", 1)[1] if name.startswith("fixture_") else name
 
@@ -205,14 +220,29 @@ def observed(corpus: Corpus, path: str, version: int, anchor: str, quote: str, s
     return False
 
 
-def evidence_seen(corpus: Corpus, item: Mapping[str, Any], seen: Sequence[Observation]) -> bool:
-    return observed(corpus, item["path"], int(item["version"]), item["anchor"], item["quote"], seen)
+def evidence_seen(corpus: Corpus, item: Evidence, seen: Sequence[Observation]) -> bool:
+    return observed(corpus, item.path, item.version, item.anchor, item.quote, seen)
 
 
 # --- the answer ------------------------------------------------------------------------------
 
 
-def parse_answer(final: str | None) -> tuple[dict[str, Any] | None, str]:
+class Citation(TypedDict):
+    field: str
+    url: str
+    """`/doc.md/vN#section`."""
+    quote: str
+
+
+class Answer(TypedDict):
+    """A reader's final answer, once `parse_answer` accepted it."""
+
+    answer: dict[str, Any]
+    citations: list[Citation]
+    abstain: bool
+
+
+def parse_answer(final: str | None) -> tuple[Answer | None, str]:
     """Strict: one JSON object {answer, citations, abstain}; a single ```json fence allowed."""
     if final is None or not final.strip():
         return None, "no final answer"
@@ -239,7 +269,8 @@ def parse_answer(final: str | None) -> tuple[dict[str, Any] | None, str]:
             or not all(isinstance(citation[k], str) for k in citation)
         ):
             return None, "each citation must be {field, url, quote} strings"
-    return data, ""
+    citations: list[Citation] = [{"field": c["field"], "url": c["url"], "quote": c["quote"]} for c in data["citations"]]
+    return {"answer": data["answer"], "citations": citations, "abstain": data["abstain"]}, ""
 
 
 def values_equal(got: Any, want: Any) -> bool:
@@ -253,10 +284,10 @@ def values_equal(got: Any, want: Any) -> bool:
             and len(got) == len(want)
             and all(values_equal(g, w) for g, w in zip(got, want, strict=True))
         )
-    return got == want
+    return bool(got == want)
 
 
-def citation_problem(corpus: Corpus, citation: Mapping[str, str], seen: Sequence[Observation]) -> str:
+def citation_problem(corpus: Corpus, citation: Citation, seen: Sequence[Observation]) -> str:
     """ "" when valid, else why not."""
     url, quote = citation["url"], citation["quote"]
     path, version, anchor = split_location(url)
@@ -274,16 +305,16 @@ def citation_problem(corpus: Corpus, citation: Mapping[str, str], seen: Sequence
     return ""
 
 
-def supports(corpus: Corpus, citation: Mapping[str, str], item: Mapping[str, Any]) -> bool:
+def supports(corpus: Corpus, citation: Citation, item: Evidence) -> bool:
     path, version, anchor = split_location(citation["url"])
-    if path != item["path"] or version != int(item["version"]) or not anchor:
+    if path != item.path or version != item.version or not anchor:
         return False
-    want = normalize(item["quote"])
+    want = normalize(item.quote)
     if want not in normalize(citation["quote"]):
         return False
-    if anchor == item["anchor"]:
+    if anchor == item.anchor:
         return True
-    parent, required = corpus.span(path, version, anchor), corpus.span(path, version, item["anchor"])
+    parent, required = corpus.span(path, version, anchor), corpus.span(path, version, item.anchor)
     return (
         parent is not None
         and required is not None
@@ -294,21 +325,20 @@ def supports(corpus: Corpus, citation: Mapping[str, str], item: Mapping[str, Any
 
 
 def score_attempt(
-    question: Mapping[str, Any],
-    rubric: Mapping[str, Any],
-    calls: Sequence[Mapping[str, Any]],
+    question: Question,
+    rubric: RubricEntry,
+    calls: Sequence[CallRecord],
     final: str | None,
     corpus: Corpus,
-) -> dict[str, Any]:
+) -> Score:
     """{correct, answer_correct, citations_valid, evidence_sufficient, reasons}."""
     reasons: list[str] = []
-    result = {"correct": False, "answer_correct": False, "citations_valid": False, "evidence_sufficient": False}
     if not calls:
-        return {**result, "reasons": ["no retrieval attempted"]}
+        return _failed(["no retrieval attempted"])
     answer, problem = parse_answer(final)
     if answer is None:
-        return {**result, "reasons": [problem]}
-    if rubric.get("abstain"):
+        return _failed([problem])
+    if rubric.abstain:
         ok = answer["abstain"] and not answer["answer"] and not answer["citations"]
         if not ok:
             reasons.append("expected an empty abstention")
@@ -320,8 +350,8 @@ def score_attempt(
             "reasons": reasons,
         }
     if answer["abstain"]:
-        return {**result, "reasons": ["abstained on an answerable question"]}
-    want = rubric["answer"]
+        return _failed(["abstained on an answerable question"])
+    want = rubric.answer
     got = answer["answer"]
     answer_ok = set(got) == set(want) and all(values_equal(got[k], want[k]) for k in want)
     if not answer_ok:
@@ -330,7 +360,7 @@ def score_attempt(
         )
         reasons.append("wrong or missing fields: " + ", ".join(wrong))
     seen = observations(calls)
-    valid: list[Mapping[str, str]] = []
+    valid: list[Citation] = []
     for citation in answer["citations"]:
         issue = citation_problem(corpus, citation, seen)
         if issue:
@@ -339,8 +369,8 @@ def score_attempt(
             valid.append(citation)
     citations_ok = len(valid) == len(answer["citations"]) and bool(valid)
     missing = [
-        f"{field}: {item['path']}/v{item['version']}#{item['anchor']}"
-        for field, items in rubric.get("evidence", {}).items()
+        f"{field}: {item.url}"
+        for field, items in rubric.evidence.items()
         for item in items
         if not any(c["field"] == field and supports(corpus, c, item) for c in valid)
     ]
@@ -352,5 +382,15 @@ def score_attempt(
         "answer_correct": answer_ok,
         "citations_valid": citations_ok,
         "evidence_sufficient": sufficient,
+        "reasons": reasons,
+    }
+
+
+def _failed(reasons: list[str]) -> Score:
+    return {
+        "correct": False,
+        "answer_correct": False,
+        "citations_valid": False,
+        "evidence_sufficient": False,
         "reasons": reasons,
     }
