@@ -151,3 +151,14 @@ def test_values_are_exact_and_typed() -> None:
     assert values_equal(24.0, 24) and values_equal(["a", "b"], ["a", "b"])
     assert not values_equal(True, 1) and not values_equal(1, True)
     assert not values_equal(["b", "a"], ["a", "b"]) and not values_equal("24", 24)
+
+
+def test_lookup_blocks_come_from_the_frame_parser_and_only_blocks_count() -> None:
+    text = (
+        "status: ok\n\n| Path |\n|---|\n| x |\n\n"
+        ">>> mark://demo.world/a.md/v2#intro\n\nIntro text.\n >>> not a frame\n\n"
+        ">>> /a.md/v2#sub: within /a.md/v2#intro above\n"
+        ">>> /b.md/v1: same text as /a.md/v2#intro above\n"
+        ">>> note: did not fit: /c.md#x (~12 tokens)\n"
+    )
+    assert lookup_blocks(text) == [("/a.md", 2, "intro", "Intro text.\n>>> not a frame", False)]

@@ -26,10 +26,11 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..expand import frames
 from ..index.query import content_words
 from ..tokens import count_tokens
 from .policies import Policy, task_text
@@ -39,9 +40,6 @@ from .records import CallRecord, empty_usage
 from .scoring import Corpus, evidence_seen, observations, parse_envelope, split_location
 
 _ROW = re.compile(r"^\| (/[^ |]+) \|")
-_FRAME_LOC = re.compile(r"^>>> (/\S+)")
-_REL = re.compile(r"^>>> rel: \S+ \S+ (.+)$")
-_DID_NOT_FIT = re.compile(r"(/\S+?\.md(?:/v\d+)?(?:#[^\s,]+)?) \(~")
 _LINK = re.compile(r"\]\(([^)\s]+)\)")
 _MARK = re.compile(r"mark://[^/\s)]+(/[^\s)#]*\.md(?:#[^\s)]*)?)")
 _OUTLINE = re.compile(r"\(#([^,\s]+), \d+ lines?\)")
@@ -89,15 +87,7 @@ class Leads:
 
     def absorb(self, tool: str, arguments: Mapping[str, Any], output: str) -> None:
         if tool == "mark_lookup":
-            for line in output.splitlines():
-                for pattern in (_ROW, _FRAME_LOC, _REL):
-                    match = pattern.match(line)
-                    if match:
-                        for target in match.group(1).split(", "):
-                            self.add(target.split(" ")[0])
-                if line.startswith(">>> note: did not fit"):
-                    for target in _DID_NOT_FIT.findall(line):
-                        self.add(target)
+            self._absorb_lookup(output)
             return
         header, body = parse_envelope(output)
         path, _, _ = split_location(str(arguments.get("url", "")))
@@ -126,6 +116,37 @@ class Leads:
                 self.add(target)
             for target in _LINK.findall(line):
                 self.add(target, base=path)
+
+    def _absorb_lookup(self, output: str) -> None:
+        """The rows of the table, then every frame (`frames.parse`) in order: a block's
+        location (and any table row quoted in its text), the location of a row shown
+        `within` or as `same text as` an earlier block, each target of a `rel:` line, and
+        the locations named as not fitting. Frames on another authority are not leads."""
+        lines = output.splitlines()
+        first = next((i for i, line in enumerate(lines) if line.startswith(frames.FRAME)), len(lines))
+        self._add_rows(lines[:first])
+        for frame in frames.parse(output):
+            if isinstance(frame, frames.Block):
+                self._add_framed(frame.location)
+                self._add_rows(frame.text.splitlines())
+            elif isinstance(frame, (frames.Within, frames.SameText)):
+                self._add_framed(frame.location)
+            elif isinstance(frame, frames.Relation):
+                for target in frame.target.split(", "):
+                    self.add(target.split(" ")[0])
+            elif isinstance(frame, frames.Omitted):
+                for location, _ in frame.named:
+                    self._add_framed(location)
+
+    def _add_rows(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            row = _ROW.match(line)
+            if row:
+                self.add(row.group(1))
+
+    def _add_framed(self, location: frames.Location) -> None:
+        if str(location).startswith("/"):
+            self.add(str(location))
 
 
 def call_text(name: str, arguments: Mapping[str, Any]) -> str:

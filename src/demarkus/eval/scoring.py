@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypedDict
 
+from ..expand import frames
 from ..markdown import Outline, parse_outline
 from ..worlds import World
 from .questions import Evidence, Question, RubricEntry
@@ -36,7 +37,6 @@ SCORING_VERSION = "section-provenance-py-v1"
 
 _FENCE = re.compile(r"\A```(?:json)?\s*\n(.*?)\n?```\s*\Z", re.S)
 _VERSIONED = re.compile(r"\A(/.+?\.md)(?:/v(\d+))?\Z")
-_FRAME = re.compile(r"\A>>> (/\S+?)(?:#(\S+))?( \(via [^)]*\))?\Z")
 
 
 def normalize(text: str) -> str:
@@ -136,27 +136,14 @@ class LookupBlock(NamedTuple):
 
 
 def lookup_blocks(text: str) -> list[LookupBlock]:
-    """The evidence blocks of a lookup expansion."""
-    blocks: list[LookupBlock] = []
-    current: tuple[str, int | None, str | None, bool] | None = None
-    lines: list[str] = []
-
-    def close() -> None:
-        if current is not None:
-            blocks.append(LookupBlock(current[0], current[1], current[2], "\n".join(lines), current[3]))
-
-    for line in text.splitlines():
-        if line.startswith(">>> "):
-            close()
-            current, lines = None, []
-            match = _FRAME.match(line)
-            if match is not None:
-                path, version, _ = split_location(match.group(1))
-                current = (path, version, match.group(2), bool(match.group(3)))
-        elif current is not None:
-            lines.append(line[1:] if line.startswith(" >>>") else line)
-    close()
-    return blocks
+    """The evidence blocks of a lookup expansion (`frames.blocks`); a `mark://host/...`
+    location names its path on that host, as `split_location` reads it."""
+    located: list[LookupBlock] = []
+    for block in frames.blocks(text):
+        pinned = frames.Location(block.location.path, block.location.version)
+        path, version, _ = split_location(str(pinned))
+        located.append(LookupBlock(path, version, block.location.anchor or None, block.text, block.via is not None))
+    return located
 
 
 def relation_expansions(calls: Iterable[CallRecord]) -> int:

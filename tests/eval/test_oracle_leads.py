@@ -1,0 +1,61 @@
+"""The oracle's leads from a lookup result: table rows and the frames of `expand.frames`."""
+
+from __future__ import annotations
+
+from demarkus.eval.oracle import Leads
+
+LOOKUP = """status: ok
+matches: 2
+
+| Path | Importance |
+|---|---|
+| /a.md#intro | 0.8 |
+| /b.md | 0.5 |
+
+>>> /b.md/v2#x
+
+Evidence of b.
+
+>>> /c.md/v1 (via /b.md/v2 supersedes)
+
+Evidence of c.
+| /quoted.md | a table row inside the evidence |
+
+>>> /b.md/v2#y: within /b.md/v2#x above
+>>> /d.md/v4: same text as /b.md/v2#x above
+>>> rel: /b.md/v2 supersedes /e.md, /f.md#z
+>>> rel: /b.md/v2 declares 7 relations; fetch it to see them
+>>> mark://elsewhere/h.md/v1
+
+Text from another authority.
+
+>>> note: did not fit: /g.md/v3#w (~120 tokens) +2 more
+>>> note: expanded 2 of 2 rows and 1 related document; used 300 of 1500 tokens
+"""
+
+
+def test_a_lookup_shows_rows_blocks_stubs_relations_and_omissions_as_leads() -> None:
+    leads = Leads()
+    leads.absorb("mark_lookup", {"query": "q"}, LOOKUP)
+    assert leads.order == ["/a.md", "/b.md", "/c.md", "/quoted.md", "/d.md", "/e.md", "/f.md", "/g.md"]
+    assert leads.anchors == {
+        "/a.md": {"intro"},
+        "/b.md": {"x", "y"},
+        "/c.md": set(),
+        "/quoted.md": set(),
+        "/d.md": set(),
+        "/e.md": set(),
+        "/f.md": {"z"},
+        "/g.md": {"w"},
+    }
+    assert leads.versions == {"/b.md": {2}, "/c.md": {1}, "/d.md": {4}, "/g.md": {3}}
+
+
+def test_a_stub_line_names_its_row_without_the_colon() -> None:
+    """`LOC: within ... above`: the lead is LOC itself (once read with its colon, as anchor `y:`)."""
+    leads = Leads()
+    leads.absorb(
+        "mark_lookup", {}, ">>> /b.md/v2#y: within /b.md/v2#x above\n>>> /d.md/v4: same text as /b.md/v2#x above\n"
+    )
+    assert leads.anchors == {"/b.md": {"y"}, "/d.md": set()}
+    assert leads.versions == {"/b.md": {2}, "/d.md": {4}}
