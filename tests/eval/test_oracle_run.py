@@ -13,14 +13,9 @@ from click.testing import CliRunner
 from demarkus.eval import compare as rules
 from demarkus.eval.cli import eval_group
 from demarkus.eval.errors import RunRefused
+from demarkus.eval.implementation import entry_modules, implementation_hashes, mcp_package_dir, package_dir
 from demarkus.eval.report import load_report
-from demarkus.eval.runner import (
-    RunConfig,
-    implementation_hashes,
-    mcp_package_dir,
-    package_dir,
-    run_eval,
-)
+from demarkus.eval.runner import RunConfig, run_eval
 from demarkus.worlds import demo_world_path
 
 from .conftest import ARMS, REPO
@@ -81,6 +76,7 @@ def test_the_arms_differ_only_where_each_comparison_needs(arms: dict[str, Path])
     assert hb["mcp"] != hc["mcp"] and all(hb[k] == hc[k] for k in ("server", "runner", "reader"))
     assert hc["mcp"] == implementation_hashes("oracle", None)["mcp"]
     assert b["spec"] == c["spec"]
+    assert a["spec"]["implementation_entries"] == entry_modules("oracle"), "the spec names what each hash covers"
     assert {k: v for k, v in a["spec"].items() if not k.startswith("reader_p")} == {
         k: v for k, v in b["spec"].items() if not k.startswith("reader_p")
     }

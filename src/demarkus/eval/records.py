@@ -136,6 +136,9 @@ class RunSpec(TypedDict):
     tool_profile: str
     scoring_version: str
     expected_attempts: int
+    implementation_entries: NotRequired[dict[str, list[str]]]
+    """Part -> the modules whose imports its implementation hash covers (`implementation`);
+    absent in reports written before the hashes followed imports."""
 
 
 class Lifecycle(TypedDict):
@@ -152,7 +155,7 @@ class Report(TypedDict):
     spec: RunSpec
     generated: str
     implementation_hashes: dict[str, str]
-    """server, mcp, runner and reader (`runner.implementation_hashes`)."""
+    """server, mcp, runner and reader (`implementation.implementation_hashes`)."""
     attempts: list[Attempt]
     summary: Summary
     categories: dict[str, Summary]

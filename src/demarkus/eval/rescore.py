@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -21,14 +22,14 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..worlds import demo_world_path, open_world
 from ..worlds.world import CORPUS, QUESTIONS, RUBRIC, check_rubric, file_sha256
+from .implementation import PACKAGE, files_hash, imported_files
 from .questions import Question, RubricEntry, parse_questions, parse_rubric
 from .records import Attempt, Report
 from .report import build_report, digest, read_report, write_new_report
-from .runner import package_dir, package_hash
 from .scoring import SCORING_VERSION, Corpus, score_attempt
 
-SCORER_PARTS = ("eval/scoring.py", "markdown")
-"""The scorer and the section parser it grades with."""
+SCORER = ("demarkus.eval.scoring",)
+"""The scorer's entry module: its hash covers what it imports (the section parser, the frame parser)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +43,8 @@ class Grading:
 
 
 def scorer_hash() -> str:
-    return package_hash(package_dir(), SCORER_PARTS)
+    """The implementation hash of the scorer as this interpreter imports it (`implementation`)."""
+    return files_hash(*imported_files(sys.executable, PACKAGE, SCORER))
 
 
 def grading_files(

@@ -10,11 +10,9 @@ tools, confined to the question's scope.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import logging
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,6 +34,7 @@ from ..tokens import count_tokens
 from ..worlds import open_world
 from ..worlds.loader import load_world
 from .errors import RunRefused
+from .implementation import READERS, entry_modules, implementation_hashes
 from .policies import Policy, get_policy
 from .questions import Question, RubricEntry, parse_questions, parse_rubric
 from .reader import AttemptResult, Reader, ToolSchema
@@ -46,95 +45,6 @@ from .scoring import SCORING_VERSION, Corpus, relation_expansions, score_attempt
 SUITE = "world-answer-v1"
 TOOL_PROFILE = "read-only-v1"
 READ_TOOLS = ("mark_backlinks", "mark_explore", "mark_fetch", "mark_list", "mark_lookup", "mark_versions")
-
-SERVER_PARTS = (
-    "server",
-    "service.py",
-    "store",
-    "index",
-    "protocol.py",
-    "catalog.py",
-    "auth.py",
-    "errors.py",
-    "markdown",
-    "tls.py",
-    "worlds",
-    "backend.py",
-)
-MCP_PARTS = (
-    "mcp",
-    "expand",
-    "client",
-    "graph",
-    "markdown",
-    "protocol.py",
-    "render.py",
-    "tokens.py",
-    "backend.py",
-    "errors.py",
-    "tls.py",
-    "cli.py",
-    "logs.py",
-    "__main__.py",
-    "index/query.py",
-)
-RUNNER_PARTS = (
-    "eval/__init__.py",
-    "eval/runner.py",
-    "eval/policies.py",
-    "eval/scoring.py",
-    "eval/report.py",
-    "eval/cli.py",
-)
-READER_PARTS = {"oracle": ("eval/oracle.py",), "openai": ("eval/openai_reader.py",)}
-
-
-def package_dir() -> Path:
-    return Path(__file__).resolve().parent.parent
-
-
-def package_hash(root: Path, parts: tuple[str, ...]) -> str:
-    """sha256 over (relative path, bytes) of every .py file of `parts` under package `root`."""
-    digest = hashlib.sha256()
-    files: list[Path] = []
-    for part in parts:
-        target = root / part
-        if target.is_dir():
-            files.extend(p for p in target.rglob("*.py") if "__pycache__" not in p.parts)
-        elif target.is_file():
-            files.append(target)
-    for path in sorted(set(files)):
-        rel = path.relative_to(root).as_posix().encode()
-        data = path.read_bytes()
-        digest.update(len(rel).to_bytes(4, "big") + rel + len(data).to_bytes(8, "big") + data)
-    return "sha256-" + digest.hexdigest()
-
-
-def mcp_package_dir(mcp_bin: str | None) -> Path:
-    """The installed `demarkus` package the MCP command runs (its own venv for a baseline)."""
-    if mcp_bin is None:
-        return package_dir()
-    python = Path(mcp_bin).parent / "python"
-    if not python.exists():
-        raise RunRefused(f"--mcp-bin {mcp_bin}: no python beside it ({python}); pass a venv's bin/demarkus")
-    out = subprocess.run(
-        [str(python), "-c", "import demarkus, os; print(os.path.dirname(os.path.realpath(demarkus.__file__)))"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    return Path(out.stdout.strip())
-
-
-def implementation_hashes(reader_kind: str, mcp_bin: str | None) -> dict[str, str]:
-    root = package_dir()
-    return {
-        "server": package_hash(root, SERVER_PARTS),
-        "mcp": package_hash(mcp_package_dir(mcp_bin), MCP_PARTS),
-        "runner": package_hash(root, RUNNER_PARTS),
-        "reader": package_hash(root, READER_PARTS[reader_kind]),
-    }
 
 
 @dataclass
@@ -159,7 +69,7 @@ class RunConfig:
     def validate(self) -> None:
         if self.steps < 2 or self.repeats < 1 or self.timeout <= 0:
             raise RunRefused("steps must be >= 2, repeats >= 1 and timeout > 0")
-        if self.reader not in READER_PARTS:
+        if self.reader not in READERS:
             raise RunRefused(f"unknown reader {self.reader!r}; choose oracle or openai")
         if self.output.exists() and any(self.output.iterdir()):
             raise RunRefused(f"output directory {self.output} is not empty; every run writes to a new directory")
@@ -216,7 +126,7 @@ def _mcp_params(mcp_bin: str | None, url: str, cert: Path, scope: str, home: Pat
 
 
 def make_reader(config: RunConfig, corpus: Corpus, rubric: Mapping[str, RubricEntry]) -> Reader:
-    """The reader `config` names; its module is imported only when it runs."""
+    """The reader `config` names; its module is imported only when it runs (`implementation.READERS`)."""
     if config.reader == "oracle":
         from .oracle import OracleReader
 
@@ -265,6 +175,7 @@ async def run_eval(config: RunConfig) -> Report:
         "tool_profile": TOOL_PROFILE,
         "scoring_version": SCORING_VERSION,
         "expected_attempts": len(questions) * config.repeats,
+        "implementation_entries": entry_modules(config.reader),
     }
     config.output.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="demarkus-eval-") as tmp_name:
