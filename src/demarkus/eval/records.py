@@ -32,14 +32,29 @@ def empty_usage() -> Usage:
     return {"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}}
 
 
+DECISIONS_META = "demarkus/decisions"
+"""Where a budgeted mark_lookup result lists its decisions (`demarkus.mcp.server.DECISIONS_META`)."""
+
+
+class DecisionRecord(TypedDict):
+    """One include or skip of a budgeted lookup (`demarkus.expand.Decision`)."""
+
+    location: str
+    tokens: int
+    action: str
+    why: str
+
+
 class CallRecord(TypedDict):
-    """One tool call as the reader made it and the text it got back. A metrics-only export
-    keeps only the name and the failure flag."""
+    """One tool call as the reader made it and the text it got back; a budgeted lookup
+    also keeps its decisions (from the result's `_meta`, which the reader never sees). A
+    metrics-only export keeps only the name and the failure flag."""
 
     name: str
     input: NotRequired[dict[str, Any]]
     output: NotRequired[str]
     error: NotRequired[bool]
+    decisions: NotRequired[list[DecisionRecord]]
 
 
 class Trace(TypedDict):

@@ -38,7 +38,7 @@ from .implementation import READERS, entry_modules, implementation_hashes
 from .policies import Policy, get_policy
 from .questions import Question, RubricEntry, parse_questions, parse_rubric
 from .reader import AttemptResult, Reader, ToolSchema
-from .records import Attempt, CallRecord, Lifecycle, Report, RunSpec
+from .records import DECISIONS_META, Attempt, CallRecord, Lifecycle, Report, RunSpec
 from .report import build_report, write_outputs
 from .scoring import SCORING_VERSION, Corpus, relation_expansions, score_attempt
 
@@ -97,6 +97,9 @@ class MCPSession:
                 record["output"] = "".join(p.text for p in result.content if isinstance(p, TextContent))
                 if result.is_error:
                     record["error"] = True
+                decisions = (result.meta or {}).get(DECISIONS_META)
+                if isinstance(decisions, list):
+                    record["decisions"] = decisions
             except Exception as exc:  # a transport failure is recorded, not raised into the reader
                 record["output"] = f"tool call failed: {exc}"
                 record["error"] = True
