@@ -256,7 +256,7 @@ def _parse_simple(text: str) -> dict[str, str] | None:
     return out
 
 
-class _StrictLoader(yaml.CBaseLoader):  # type: ignore[misc]
+class _StrictLoader(yaml.CBaseLoader):
     """YAML's base loader (every scalar a string) that refuses a key given twice: with
     `auth` or `expected-version` twice, which one counts would be the reader's guess."""
 
@@ -269,7 +269,7 @@ class _StrictLoader(yaml.CBaseLoader):  # type: ignore[misc]
             if key in seen:
                 raise BadRequestError(f"metadata key `{key[:80]}` is given twice; send each key once")
             seen.add(key)
-        return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
+        return super().construct_mapping(node, deep=deep)
 
 
 def parse_metadata(text: str) -> dict[str, str]:

@@ -24,9 +24,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from aioquic.asyncio import serve
 from aioquic.asyncio.protocol import QuicConnectionProtocol
-from aioquic.asyncio.server import QuicServer
+from aioquic.asyncio.server import QuicServer, serve
 from aioquic.quic import events
 from aioquic.quic.connection import QuicConnection
 
@@ -196,7 +195,9 @@ class MarkServer:
     @property
     def port(self) -> int:
         assert self._server is not None, "start() the server first"
-        return int(self._server._transport.get_extra_info("sockname")[1])
+        transport = self._server._transport
+        assert transport is not None  # serve() returns once the socket is bound
+        return int(transport.get_extra_info("sockname")[1])
 
     @property
     def url(self) -> str:

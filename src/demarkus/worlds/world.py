@@ -205,12 +205,11 @@ def open_world(path: Path) -> World:
 def demo_world_path() -> Path:
     """The folder of the demo world shipped inside the package (`demarkus/worlds/demo`)."""
     folder = importlib.resources.files(__package__) / "demo"
-    try:
-        return Path(os.fspath(folder))  # type: ignore[arg-type]
-    except TypeError as exc:  # a zipped install: resources are not plain files
+    if not isinstance(folder, os.PathLike):  # a zipped install: resources are not plain files
         raise ConfigError(
             "the bundled demo world is not on the file system (zipped install?); install demarkus as a regular package"
-        ) from exc
+        )
+    return Path(os.fspath(folder))
 
 
 def file_sha256(path: Path) -> str:
