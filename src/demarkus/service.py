@@ -332,14 +332,15 @@ class Service(VerbMethods):
         if hashed:
             digest = f"sha256-{hashed.group(1)}"
             target = self.store.resolve_hash(digest)
-            doc = self.store.read(target) if target is not None else None
-            if doc is None or doc.content_hash != digest:  # a content address never serves other bytes
-                raise NotFoundError(
-                    f"no current document has content hash {digest}; "
-                    "it may have changed or been archived; fetch it by path instead"
-                )
-            self._check_read(token, target)
-            return self._document_response(doc, request)
+            if target is not None:
+                addressed = self.store.read(target)
+                if addressed.content_hash == digest:  # a content address never serves other bytes
+                    self._check_read(token, target)
+                    return self._document_response(addressed, request)
+            raise NotFoundError(
+                f"no current document has content hash {digest}; "
+                "it may have changed or been archived; fetch it by path instead"
+            )
         pinned = self._split_version(path)
         if pinned is not None:
             base, number = pinned
@@ -352,8 +353,8 @@ class Service(VerbMethods):
         try:
             doc = self.store.read(path)
         except NotFoundError:
-            doc = None
-        if doc is not None:
+            pass
+        else:
             self._check_read(token, path)
             return self._document_response(doc, request)
         if self.store.is_directory(path):

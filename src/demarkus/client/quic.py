@@ -209,7 +209,7 @@ class Client(VerbMethods):
                 config = client_configuration(ca=self._ca, insecure=self._insecure, server_name=self.target.host)
                 unreachable: _Unreachable | None = None
                 for family, addr in dict.fromkeys((info[0], info[4]) for info in infos):
-                    tried.append(f"{addr[0]} port {addr[1]}")
+                    tried.append(f"{addr[0]} port {port}")
                     try:  # the next address only if this one refused at once
                         self._protocol = await open_connection(config, family, addr, receive_buffer=self.receive_buffer)
                         return self._protocol
