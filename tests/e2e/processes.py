@@ -18,22 +18,11 @@ REPO = Path(__file__).resolve().parents[2]
 DEMARKUS = [sys.executable, "-m", "demarkus"]
 
 
-def wait_for_line(proc: subprocess.Popen[str], pattern: re.Pattern[str], timeout: float = 60) -> re.Match[str]:
-    """Read stdout until a line matches; fail with what was printed if it never does.
-
-    A thread reads the pipe: select() on a buffered text stream misses lines that are
-    already in Python's buffer.
-    """
-    assert proc.stdout is not None
-    lines: queue.Queue[str | None] = queue.Queue()
-
-    def pump() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.put(line)
-        lines.put(None)
-
-    threading.Thread(target=pump, daemon=True).start()
+def wait_for_line(
+    proc: subprocess.Popen[str], pattern: re.Pattern[str], lines: queue.Queue[str | None], timeout: float = 60
+) -> re.Match[str]:
+    """Take stdout's lines from `lines` (filled by `pump`) until one matches; fail with what
+    was printed if none does."""
     seen: list[str] = []
     deadline = time.monotonic() + timeout
     while True:
@@ -52,6 +41,23 @@ def wait_for_line(proc: subprocess.Popen[str], pattern: re.Pattern[str], timeout
     raise AssertionError(f"no line matching {pattern.pattern!r}; stdout={''.join(seen)!r} stderr={stderr[-2000:]!r}")
 
 
+def pump(proc: subprocess.Popen[str]) -> tuple[threading.Thread, queue.Queue[str | None]]:
+    """A thread that reads stdout to its end into a queue (None at the end), so the process
+    never blocks on a full pipe. A thread, because select() on a buffered text stream misses
+    lines that are already in Python's buffer."""
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    return reader, lines
+
+
 @contextmanager
 def running(
     args: Sequence[str],
@@ -60,13 +66,15 @@ def running(
     pattern: re.Pattern[str] = LISTENING,
 ) -> Iterator[tuple[subprocess.Popen[str], str]]:
     """Run a command that prints where it listens (`listening on mark://...`, or what
-    `pattern` matches); yield the process and the URL (the pattern's first group)."""
+    `pattern` matches); yield the process and the URL (the pattern's first group).
+    On the way out the process is stopped and its pipes are closed."""
     full_env = {**os.environ, **(env or {})}
     proc = subprocess.Popen(
         list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env, cwd=cwd
     )
+    reader, lines = pump(proc)
     try:
-        url = wait_for_line(proc, pattern).group(1)
+        url = wait_for_line(proc, pattern, lines).group(1)
         yield proc, url
     finally:
         if proc.poll() is None:
@@ -76,6 +84,10 @@ def running(
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=10)
+        reader.join(timeout=10)  # stdout ends with the process
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
 
 
 def cli(*args: str, env: dict[str, str] | None = None, stdin: str | None = None) -> subprocess.CompletedProcess[str]:

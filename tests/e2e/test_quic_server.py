@@ -158,7 +158,6 @@ async def test_reads_give_up_with_a_clear_error_when_nothing_listens(tls_files: 
         await client.close()
 
 
-@pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
 async def test_a_client_that_stops_reading_an_answer_is_no_error_and_the_connection_carries_on(
     server: MarkServer, tls_files: tuple[Path, Path], caplog: pytest.LogCaptureFixture
 ):
