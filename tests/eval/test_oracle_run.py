@@ -65,6 +65,11 @@ def test_every_arm_answers_every_demo_question(arms: dict[str, Path]) -> None:
             first = attempt["trace"]["calls"][0]
             assert first["name"] == "mark_lookup" and first["input"]["limit"] == 3
             assert ("budget" in first["input"]) == (policy == "graph-budget-first-v1")
+            # the current software lists a budgeted lookup's decisions beside its text
+            assert ("decisions" in first) == (name == "C")
+            if name == "C":
+                spent = sum(d["tokens"] for d in first["decisions"] if d["action"] not in ("omit", "drop"))
+                assert f"; used {spent} of {first['input']['budget']} tokens\n" in first["output"]
         assert (folder / "report.md").read_text().startswith("# Evaluation: demo")
         assert (folder / "chart.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
 
