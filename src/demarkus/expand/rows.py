@@ -21,7 +21,9 @@ from .show import omit, print_relations, show, show_note
 from .table import TableRow
 
 
-async def show_rows(page: Page, rows: Sequence[TableRow], fetcher: Fetcher, hop: Hop) -> list[Document]:
+async def show_rows(
+    page: Page, rows: Sequence[TableRow], fetcher: Fetcher, hop: Hop, terms: Sequence[str]
+) -> list[Document]:
     """Give every row its turn; returns the documents that printed, in page order."""
     ledger, tally = page.ledger, page.ledger.tally
     allowance = ledger.row_allowance()
@@ -36,7 +38,7 @@ async def show_rows(page: Page, rows: Sequence[TableRow], fetcher: Fetcher, hop:
         if isinstance(got, FetchFailed):
             show_note(page, row.location, got.note, f"{turn}: the fetch failed")
             continue
-        groups = plan(got, row.anchor, hop.terms)
+        groups = plan(got, row.anchor, terms)
         if isinstance(groups, AnchorMissing):
             show_note(page, row.location, groups.note, f"{turn}: no such section")
             continue
@@ -56,14 +58,16 @@ async def show_rows(page: Page, rows: Sequence[TableRow], fetcher: Fetcher, hop:
     return order
 
 
-async def too_large(head_tokens: int, budget: int, rows: Sequence[TableRow], fetcher: Fetcher, hop: Hop) -> str:
+async def too_large(
+    head_tokens: int, budget: int, rows: Sequence[TableRow], fetcher: Fetcher, terms: Sequence[str]
+) -> str:
     """Say in one line that the table leaves no room, with the budget that would show the
-    top row's evidence."""
+    top row's evidence (and about 60 tokens for the closing notes)."""
     need = head_tokens + 60
     if rows:
         got = await fetcher.get(rows[0].document)
         if isinstance(got, Document):
-            groups = plan(got, rows[0].anchor, hop.terms)
+            groups = plan(got, rows[0].anchor, terms)
             if not isinstance(groups, AnchorMissing) and groups:
                 cand = groups[0][-1]
                 text = cand.text or got.text(cand.start, cand.end)

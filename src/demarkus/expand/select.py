@@ -46,19 +46,20 @@ class Selection:
 
 async def select_evidence(head: str, rows: Sequence[TableRow], query: str, budget: int, fetch: FetchFn) -> Selection:
     """Choose the evidence to append after `head` (envelope + table, whose rows are `rows`)."""
+    terms = content_words(query)
     fetcher = Fetcher(fetch)
     # related documents fetch too: reserve the note whenever rows and hops could pass the limit
     may_hit = len({row.document for row in rows}) + MAX_RELATED > MAX_FETCHES
     ledger = Ledger(head, budget, Tally(rows=len(rows), may_hit_fetch_limit=may_hit))
-    hop = Hop(content_words(query), {row.document for row in rows})
+    hop = Hop(terms, {row.document for row in rows})
     if ledger.left() < 0:
-        return await _table_too_large(head, budget, rows, fetcher, hop, ledger)
+        return await _table_too_large(head, budget, rows, fetcher, terms)
 
     page = Page(ledger)
-    order = await show_rows(page, rows, fetcher, hop)
+    order = await show_rows(page, rows, fetcher, hop, terms)
     related = await hop.run(page, order, fetcher)
     on_page = order + [item.doc for item in related if item.doc not in order]
-    newly = show_leftovers(page, on_page, related, hop.terms)
+    newly = show_leftovers(page, on_page, related, terms)
     text = ledger.close()
 
     tally = ledger.tally
@@ -84,11 +85,11 @@ async def expand(head: str, query: str, budget: int, fetch: FetchFn) -> str:
 
 
 async def _table_too_large(
-    head: str, budget: int, rows: Sequence[TableRow], fetcher: Fetcher, hop: Hop, ledger: Ledger
+    head: str, budget: int, rows: Sequence[TableRow], fetcher: Fetcher, terms: Sequence[str]
 ) -> Selection:
     """One note instead of evidence; dropped when the table fits and the note does not."""
     head_tokens = size(head)
-    note = await too_large(head_tokens, budget, rows, fetcher, hop)
+    note = await too_large(head_tokens, budget, rows, fetcher, terms)
     decisions = [Decision("", head_tokens, Action.TABLE, f"the envelope and the table of {len(rows)} rows")]
     if head_tokens <= budget and size(head + note) > budget:
         decisions.append(Decision("", size(note), Action.DROP, "the table fits and leaves no room even for this note"))
