@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import posixpath
 import re
 import sys
 import tomllib
@@ -39,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from demarkus.markdown import Outline, Section, extract_links, parse_outline, parse_relations
 from demarkus.worlds.world import CATEGORIES, FIELD_TYPES, FORMAT
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,14 +51,8 @@ MAX_METADATA_BYTES = 1000  # keys plus values, UTF-8; the protocol allows 1024
 
 _KEY_RE = re.compile(r"[a-z0-9-]+")
 _IMPORTANCE_RE = re.compile(r"0\.\d\d|1\.00")
-_ATX_RE = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
-_ATX_CLOSE_RE = re.compile(r"(?:^|[ \t]+)#+$")
 _FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_SETEXT_EQ_RE = re.compile(r"^ {0,3}=+[ \t]*$")
 _DASH_LINE_RE = re.compile(r"^ {0,3}-+[ \t]*$")
-_BLOCK_START_RE = re.compile(r"^ {0,3}(?:[-*+] |\d+[.)] |>|#|\||`{3,}|~{3,})")
-_LINK_RE = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
-_CODE_SPAN_RE = re.compile(r"`[^`\n]*`")
 _HEADING_MARKUP = set("`*_[]<>\\")
 
 
@@ -66,121 +60,34 @@ class BuildError(Exception):
     """The sources do not make a valid world."""
 
 
-# --- markdown sections -------------------------------------------------------------------
+# --- markdown ----------------------------------------------------------------------------
+#
+# Sections, anchors and links come from `demarkus.markdown`, the code the server and the
+# world loader use, so an anchor the build accepts is an anchor the served world has.
 
 
-@dataclass(frozen=True)
-class Section:
-    level: int
-    text: str
-    anchor: str
-    start: int  # character offset of the heading line
-    end: int  # character offset where the section (with its sub-sections) ends
+def _outline(body: str) -> Outline:
+    return parse_outline(body.encode("utf-8"))
 
 
-def slug(text: str) -> str:
-    """GitHub-style anchor: lowercase; letters, digits, `_`, `-` kept; whitespace -> `-`."""
-    out = []
-    for ch in text.lower():
-        if ch.isalnum() or ch in "_-":
-            out.append(ch)
-        elif ch.isspace():
-            out.append("-")
-    return "".join(out)
-
-
-def sections(body: str) -> list[Section]:
-    """ATX and setext headings outside fenced code, with their section spans."""
-    lines = body.splitlines(keepends=True)
-    offsets = []
-    pos = 0
-    for line in lines:
-        offsets.append(pos)
-        pos += len(line)
-    found: list[tuple[int, str, int]] = []  # level, text, start offset
-    fence: str | None = None
-    previous_is_paragraph = False
-    for i, raw in enumerate(lines):
-        line = raw.rstrip("\n")
-        if fence is not None:
-            stripped = line.strip()
-            if stripped.startswith(fence) and set(stripped) == {fence[0]}:
-                fence = None
-            previous_is_paragraph = False
-            continue
-        match = _FENCE_RE.match(line)
-        if match:
-            fence = match.group(1)
-            previous_is_paragraph = False
-            continue
-        match = _ATX_RE.match(line)
-        if match:
-            text = _ATX_CLOSE_RE.sub("", match.group(2) or "").strip()
-            if text:
-                found.append((len(match.group(1)), text, offsets[i]))
-            previous_is_paragraph = False
-            continue
-        if _SETEXT_EQ_RE.match(line) and previous_is_paragraph:
-            found.append((1, lines[i - 1].strip(), offsets[i - 1]))
-            previous_is_paragraph = False
-            continue
-        previous_is_paragraph = bool(line.strip()) and not _BLOCK_START_RE.match(line)
-    result: list[Section] = []
-    used: set[str] = set()
-    for index, (level, text, start) in enumerate(found):
-        end = len(body)
-        for later_level, _, later_start in found[index + 1 :]:
-            if later_level <= level:
-                end = later_start
-                break
-        base = slug(text)
-        anchor = base
-        n = 0
-        while anchor in used:
-            n += 1
-            anchor = f"{base}-{n}"
-        used.add(anchor)
-        result.append(Section(level, text, anchor, start, end))
-    return result
+def anchors(body: str) -> set[str]:
+    return {section.anchor for section in _outline(body).sections}
 
 
 def section_text(body: str, anchor: str) -> str | None:
-    for section in sections(body):
+    """The section (with its sub-sections) whose anchor is exactly `anchor`: a rubric names
+    the anchor the server prints, not a spelling `Outline.find` would also accept."""
+    outline = _outline(body)
+    for section in outline.sections:
         if section.anchor == anchor:
-            return body[section.start : section.end]
+            return outline.text(section).decode("utf-8")
     return None
 
 
-def body_links(body: str) -> list[str]:
-    """Link destinations outside fenced code blocks and code spans."""
-    links: list[str] = []
-    fence: str | None = None
-    for line in body.splitlines():
-        if fence is not None:
-            stripped = line.strip()
-            if stripped.startswith(fence) and set(stripped) == {fence[0]}:
-                fence = None
-            continue
-        match = _FENCE_RE.match(line)
-        if match:
-            fence = match.group(1)
-            continue
-        links.extend(_LINK_RE.findall(_CODE_SPAN_RE.sub("", line)))
-    return links
-
-
-def resolve(base: str, ref: str, authority: str) -> tuple[str, str, str]:
-    """(authority, path, fragment) of a reference written in document `base`."""
-    ref, _, fragment = ref.partition("#")
-    if ref.startswith("mark://"):
-        host, _, rest = ref[len("mark://") :].partition("/")
-        return "mark://" + host, "/" + rest, fragment
-    if not ref:
-        return authority, base, fragment
-    if ref.startswith("/"):
-        return authority, posixpath.normpath(ref), fragment
-    joined = posixpath.join(posixpath.dirname(base), ref)
-    return authority, posixpath.normpath(joined), fragment
+def heading_lines(outline: Outline, section: Section) -> str:
+    """The heading as written (the `#` line, or a setext heading with its underline):
+    `Section.title` has the markup already stripped, and the check is that there was none."""
+    return outline.body[section.start : section.heading_end].decode("utf-8")
 
 
 # --- sources -----------------------------------------------------------------------------
@@ -245,7 +152,7 @@ def check_documents(world: Mapping[str, Any], documents: list[Document]) -> None
     by_path = {d.path: d for d in documents}
     if len(by_path) != len(documents):
         raise BuildError("a document path repeats")
-    current_anchors = {d.path: {s.anchor for s in sections(d.versions[-1])} for d in documents}
+    current_anchors = {d.path: anchors(d.versions[-1]) for d in documents}
     for doc in documents:
         where = doc.path
         if not doc.path.startswith("/") or not doc.path.endswith(".md"):
@@ -262,34 +169,46 @@ def check_documents(world: Mapping[str, Any], documents: list[Document]) -> None
         tags = doc.metadata["tags"].split(",")
         if not any(t.startswith("status:") for t in tags) or not any(t.startswith("type:") for t in tags):
             raise BuildError(f"{where}: tags need a `status:` and a `type:` axis")
-        for key, value in sorted(doc.metadata.items()):
-            if not key.startswith("rel-"):
-                continue
-            for ref in (r.strip() for r in value.split(",")):
-                if not ref or any(c.isspace() for c in ref):
-                    raise BuildError(f"{where}: {key} has an empty or spaced reference")
-                target_authority, target, fragment = resolve(doc.path, ref, authority)
-                if target_authority != authority:
-                    continue
-                if target == doc.path:
-                    raise BuildError(f"{where}: {key} refers to the document itself")
-                if target not in by_path:
-                    raise BuildError(f"{where}: {key} target {target} does not exist")
-                if fragment and fragment not in current_anchors[target]:
-                    raise BuildError(f"{where}: {key} anchor #{fragment} not in {target}")
+        # Resolved as the loader resolves them: against the document's mark:// URL, so a
+        # reference to this world's own authority is checked like a bare path.
+        base = authority + doc.path
+        check_relations(where, doc.metadata, base, by_path, current_anchors)
         for number, body in enumerate(doc.versions, start=1):
             check_body(f"{where} v{number}", body)
             current = number == len(doc.versions)
-            for link in body_links(body):
-                if link.startswith(("http://", "https://")):
-                    continue
-                target_authority, target, fragment = resolve(doc.path, link, authority)
-                if target_authority != authority:
-                    continue
-                if target not in by_path:
-                    raise BuildError(f"{where} v{number}: link {link} has no target")
-                if current and fragment and fragment not in current_anchors[target]:
-                    raise BuildError(f"{where} v{number}: link {link}: no such anchor")
+            for link in extract_links(body.encode("utf-8"), base):
+                if link.external or link.target.startswith("mark://"):
+                    continue  # the web, or another authority
+                written = f"{link.target}#{link.fragment}" if link.fragment else link.target
+                if link.target not in by_path:
+                    raise BuildError(f"{where} v{number}: link {written} has no target")
+                if current and link.fragment and link.fragment not in current_anchors[link.target]:
+                    raise BuildError(f"{where} v{number}: link {written}: no such anchor")
+
+
+def check_relations(
+    where: str,
+    metadata: Mapping[str, str],
+    base: str,
+    by_path: Mapping[str, Document],
+    current_anchors: Mapping[str, set[str]],
+) -> None:
+    """Every `rel-*` reference names a document of this world (and an anchor of its current
+    version), or another authority. The loader drops a bad reference and carries on; a
+    world we ship must not have one."""
+    for key, value in sorted(metadata.items()):
+        if key.startswith("rel-") and any(not piece.strip() for piece in value.split(",")):
+            raise BuildError(f"{where}: {key} has an empty reference")
+    relations, rejected = parse_relations(metadata, base)
+    for reject in rejected:
+        raise BuildError(f"{where}: {reject.key} reference {reject.value!r} is rejected ({reject.reason})")
+    for relation in relations:
+        if relation.authority is not None:
+            continue
+        if relation.target not in by_path:
+            raise BuildError(f"{where}: rel-{relation.predicate} target {relation.target} does not exist")
+        if relation.fragment and relation.fragment not in current_anchors[relation.target]:
+            raise BuildError(f"{where}: rel-{relation.predicate} anchor #{relation.fragment} not in {relation.target}")
 
 
 def check_body(where: str, body: str) -> None:
@@ -300,12 +219,14 @@ def check_body(where: str, body: str) -> None:
     words = len(body.split())
     if not MIN_WORDS <= words <= MAX_WORDS:
         raise BuildError(f"{where}: {words} words; keep between {MIN_WORDS} and {MAX_WORDS}")
-    found = sections(body)
+    outline = _outline(body)
+    found = outline.sections
     if not found or found[0].start != 0 or found[0].level != 1:
         raise BuildError(f"{where}: a body starts with its level-1 title")
     for section in found:
-        if _HEADING_MARKUP & set(section.text):
-            raise BuildError(f"{where}: heading {section.text!r} contains inline markup")
+        heading = heading_lines(outline, section)
+        if _HEADING_MARKUP & set(heading):
+            raise BuildError(f"{where}: heading {heading.strip()!r} contains inline markup")
     fence: str | None = None
     for line in body.splitlines():
         if line != line.rstrip():

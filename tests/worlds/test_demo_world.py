@@ -469,3 +469,49 @@ def test_build_script_refuses_a_broken_quote(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "q01.max_payload_kib: quote occurs 0 times" in result.stderr
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("file", "old", "new", "message"),
+    [
+        (
+            "docs/runbooks/disk-pressure.md",
+            "replicated-log.md#compaction)",
+            "replicated-log.md#compactions)",
+            "/runbooks/disk-pressure.md v1: link /architecture/replicated-log.md#compactions: no such anchor",
+        ),
+        (
+            "documents.toml",
+            'verify-cluster-health.md#quorum-check"',
+            'verify-cluster-health.md#quorum"',
+            "rel-depends-on anchor #quorum not in /runbooks/verify-cluster-health.md",
+        ),
+        (
+            "documents.toml",
+            'rel-depends-on = "take-snapshot.md,',
+            'rel-depends-on = "restore-from-snapshot.md,',
+            "rel-depends-on reference 'restore-from-snapshot.md' is rejected (self reference)",
+        ),
+        ("docs/faq.md", "\n## Workers\n", "\n## The `worker` process\n", "contains inline markup"),
+    ],
+)
+def test_build_script_refuses_broken_anchors_relations_and_headings(
+    tmp_path: Path, file: str, old: str, new: str, message: str
+) -> None:
+    """The build finds sections, anchors, links and relations with `demarkus.markdown`, so
+    what it refuses is what the served world would get wrong."""
+    source = tmp_path / "src"
+    shutil.copytree(REPO / "tools" / "demo_world", source)
+    text = (source / file).read_text(encoding="utf-8")
+    assert text.count(old) == 1
+    (source / file).write_text(text.replace(old, new), encoding="utf-8")
+    out = tmp_path / "out"
+    result = subprocess.run(
+        [sys.executable, str(BUILD_SCRIPT), "--source", str(source), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert not out.exists()
