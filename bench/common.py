@@ -32,6 +32,8 @@ DEMO = REPO / "src" / "demarkus" / "worlds" / "demo"
 VISIBLE_WORLDS = (PEPS, SHARED_WORLDS / "eth", SHARED_WORLDS / "rust", DEMO)
 """Every world a change is judged on."""
 PYTHON = sys.executable
+"""Every subprocess runs this interpreter; a bench runs from the repository root as
+`python -m bench.<name>`, and its bench subprocesses as `python -m bench.<module>`."""
 DEMARKUS = [PYTHON, "-m", "demarkus"]
 LISTENING = re.compile(r"listening on (mark://\S+)")
 

@@ -5,7 +5,7 @@ Every stream: read the request to EOF, write back a fixed response (a Mark-style
 `---\\nstatus: ok\\n---\\n` header plus a 2 KiB body, or a 1 MiB body when the request path
 contains `/1m`), close. Prints `listening on 127.0.0.1:<port>` once bound; stops on SIGTERM.
 
-    python bench/echo_server.py --cert CERT --key KEY [--port 0]
+    .venv/bin/python -m bench.echo_server --cert CERT --key KEY [--port 0]
 """
 
 from __future__ import annotations

@@ -2,12 +2,13 @@
 v0.1.0 against the current code.
 
 For each question: one `mark_lookup` (match=body, the question's content words, the given
-limit and budget) through the MCP tools on an embedded store. A rubric evidence quote
-counts when it lies inside a frame (`>>> /path/vN#anchor`) of its own document. Reported
-per question and by category, for both arms. The questions measure; nothing is tuned to
-them.
+limit and budget) through the MCP tools on an embedded store, run by each arm in its own
+interpreter (`bench.evidence_arm`). A rubric evidence quote counts when it lies inside a
+frame (`>>> /path/vN#anchor`) of its own document, read with the current package's frame
+parser for both arms. Reported per question and by category, for both arms. The questions
+measure; nothing is tuned to them.
 
-    .venv/bin/python bench/evidence_peps.py [--budget 1500] [--limit 3] [--world DIR]
+    .venv/bin/python -m bench.evidence_peps [--budget 1500] [--limit 3] [--world DIR]
 
 Results go to bench/results/evidence_<world directory>_b<budget>_l<limit>.json.
 """
@@ -15,127 +16,66 @@ Results go to bench/results/evidence_<world directory>_b<budget>_l<limit>.json.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent
-REPO = BENCH.parent
-WORLD = REPO.parent / "shared" / "worlds" / "peps"  # as common.PEPS, imported lazily here
+from demarkus.expand import frames
+from demarkus.tokens import count_tokens
+
+from . import arms, common
+
 MULTI = ("multi-document", "supersession", "lineage", "dependency")
 
 
-def run_arm(src: Path, root: Path, world: Path, budget: int, limit: int) -> dict:
-    sys.path.insert(0, str(src))
-    sys.path.insert(0, str(BENCH))
-    from context_bench import blocks
-
-    from demarkus.graph import GraphStore
-    from demarkus.index.query import content_words
-    from demarkus.mcp.server import LocalResolver
-    from demarkus.mcp.tools import Tools
-    from demarkus.service import Service
-    from demarkus.tokens import count_tokens
-
+def score(world: Path, texts: dict[str, str]) -> dict[str, dict]:
+    """Per question (in the world's order): the rubric quotes found inside a block of their
+    own document, the tokens of the whole text and the related blocks."""
     questions = json.loads((world / "questions.json").read_text(encoding="utf-8"))
-    authority = json.loads((world / "manifest.json").read_text(encoding="utf-8"))["authority"]
     rubric = json.loads((world / "rubric.json").read_text(encoding="utf-8"))
-    service = Service.open(root)
     out: dict[str, dict] = {}
-
-    async def go() -> None:
-        for q in questions:
-            tools = Tools(LocalResolver(service, authority, GraphStore(None), scope="/"))
-            query = " ".join(content_words(q["question"]))
-            text = await tools.lookup(query, q.get("scope", "/"), None, limit, "body", budget, False)
-            expansion = text.split("\n>>> ", 1)
-            framed = blocks(">>> " + expansion[1]) if len(expansion) > 1 else []
-            items = [e for field in rubric[q["id"]]["evidence"].values() for e in field]
-            unique = {(e["path"], e["quote"]) for e in items}
-            found = sum(1 for path, quote in unique if any(p == path and quote in t for p, _, t in framed))
-            out[q["id"]] = {
-                "category": q["category"],
-                "quotes": len(unique),
-                "found": found,
-                "all": bool(unique) and found == len(unique),
-                "tokens": count_tokens(text),
-                "related_blocks": sum(1 for _, frame, _ in framed if " (via " in frame),
-            }
-
-    asyncio.run(go())
+    for q in questions:
+        text = texts[q["id"]]
+        blocks = frames.blocks(text)
+        items = [e for field in rubric[q["id"]]["evidence"].values() for e in field]
+        unique = {(e["path"], e["quote"]) for e in items}
+        found = sum(1 for path, quote in unique if any(b.location.path == path and quote in b.text for b in blocks))
+        out[q["id"]] = {
+            "category": q["category"],
+            "quotes": len(unique),
+            "found": found,
+            "all": bool(unique) and found == len(unique),
+            "tokens": count_tokens(text),
+            "related_blocks": sum(1 for b in blocks if b.via is not None),
+        }
     return out
 
 
-def baseline_commit() -> str:
-    return (BENCH / "BASELINE").read_text(encoding="utf-8").split()[0]
-
-
-def baseline_src(tmp: Path) -> Path:
-    """v0.1.0's `src` (the `bench/BASELINE` commit), extracted under `tmp`."""
-    archive = subprocess.run(
-        ["git", "-C", str(REPO), "archive", baseline_commit(), "src"], capture_output=True, check=True
-    )
-    subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive.stdout, check=True)
-    return tmp / "src"
+def measure(src: Path, root: Path, world: Path, budget: int, limit: int) -> dict[str, dict]:
+    """One arm's lookups (the `demarkus` under `src`, in its own interpreter), scored here."""
+    texts = arms.run("evidence_arm", src, str(root), str(world), str(budget), str(limit))
+    return score(world, texts)
 
 
 def load_store(world: Path, root: Path) -> None:
-    sys.path.insert(0, str(BENCH))
-    import common
-
     subprocess.run(
         [*common.DEMARKUS, "world", "load", str(world), "--root", str(root)], check=True, capture_output=True
     )
 
 
-def arm(src: Path, root: Path, world: Path, budget: int, limit: int) -> dict:
-    """`run_arm` in its own interpreter, so each arm imports its own `src`."""
-    done = subprocess.run(
-        [
-            sys.executable,
-            __file__,
-            "--world",
-            str(world),
-            "--budget",
-            str(budget),
-            "--limit",
-            str(limit),
-            "--arm",
-            str(src),
-            str(root),
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return json.loads(done.stdout)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--world", type=Path, default=WORLD)
+    parser.add_argument("--world", type=Path, default=common.PEPS)
     parser.add_argument("--budget", type=int, default=1500)
     parser.add_argument("--limit", type=int, default=3)
-    parser.add_argument("--arm", nargs=2, metavar=("SRC", "ROOT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.arm:
-        print(json.dumps(run_arm(Path(args.arm[0]), Path(args.arm[1]), args.world, args.budget, args.limit)))
-        return
-    sys.path.insert(0, str(BENCH))
-    import common
-
-    commit = baseline_commit()
+    commit = arms.baseline_commit()
     with tempfile.TemporaryDirectory(prefix="demarkus-evidence-") as tmp:
         root = Path(tmp) / "store"
         load_store(args.world, root)
-        arms = {
-            name: arm(src, root, args.world, args.budget, args.limit)
-            for name, src in (("v0.1.0", baseline_src(Path(tmp))), ("current", REPO / "src"))
-        }
-    before, after = arms["v0.1.0"], arms["current"]
+        before = measure(arms.baseline_src(Path(tmp)), root, args.world, args.budget, args.limit)
+        after = measure(arms.CURRENT_SRC, root, args.world, args.budget, args.limit)
     rows = [
         [
             qid,

@@ -1,11 +1,11 @@
 """Evidence inside one budgeted lookup across budgets and limits, v0.1.0 against the
-current code: the `evidence_peps.py` measure repeated over a grid, so a change is judged
+current code: the `bench.evidence_peps` measure repeated over a grid, so a change is judged
 on more than one budget.
 
 For each world, limit and budget: how many answerable questions have every rubric
 evidence quote inside a frame of its own document, and how many quotes are found.
 
-    .venv/bin/python bench/evidence_sweep.py [--world DIR ...] [--budgets 1000 1500 2000 3000] [--limits 3 10]
+    .venv/bin/python -m bench.evidence_sweep [--world DIR ...] [--budgets 1000 1500 2000 3000] [--limits 3 10]
 
 Results go to bench/results/evidence_sweep.json.
 """
@@ -13,12 +13,11 @@ Results go to bench/results/evidence_sweep.json.
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent
-REPO = BENCH.parent
+from . import arms, common
+from .evidence_peps import load_store, measure
 
 
 def main() -> None:
@@ -32,25 +31,21 @@ def main() -> None:
     parser.add_argument("--budgets", type=int, nargs="+", default=[1000, 1500, 2000, 3000])
     parser.add_argument("--limits", type=int, nargs="+", default=[3, 10])
     args = parser.parse_args()
-    sys.path.insert(0, str(BENCH))
-    import common
-    from evidence_peps import arm, baseline_commit, baseline_src, load_store
-
     worlds = args.world or list(common.VISIBLE_WORLDS)
-    commit = baseline_commit()
+    commit = arms.baseline_commit()
     rows: list[list[object]] = []
     results: list[dict[str, object]] = []
     totals = {"v0.1.0": 0, "current": 0}
     with tempfile.TemporaryDirectory(prefix="demarkus-sweep-") as tmp:
-        arms = {"v0.1.0": baseline_src(Path(tmp)), "current": REPO / "src"}
+        sources = {arms.BASELINE: arms.baseline_src(Path(tmp)), arms.CURRENT: arms.CURRENT_SRC}
         for world in worlds:
             root = Path(tmp) / f"store-{world.name}"
             load_store(world, root)
             for limit in args.limits:
                 for budget in args.budgets:
                     found: dict[str, dict] = {}
-                    for name, src in arms.items():
-                        per = arm(src, root, world, budget, limit)
+                    for name, src in sources.items():
+                        per = measure(src, root, world, budget, limit)
                         answerable = [q for q in per.values() if q["quotes"]]
                         found[name] = {
                             "all_quotes": sum(q["all"] for q in answerable),
@@ -80,7 +75,12 @@ def main() -> None:
     print(f"\nsummed over the {len(rows)} settings: v0.1.0 {totals['v0.1.0']}, current {totals['current']}")
     common.write_results(
         "evidence_sweep",
-        {"worlds": [str(w) for w in worlds], "budgets": args.budgets, "limits": args.limits, "baseline": commit},
+        {
+            "worlds": [str(w) for w in worlds],
+            "budgets": args.budgets,
+            "limits": args.limits,
+            "baseline": commit,
+        },
         {"settings": results, "totals": totals},
     )
 

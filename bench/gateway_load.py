@@ -10,7 +10,7 @@ phase (before the kill, outage, after recovery) and world: calls, errors, throug
 p50/p99 latency; plus the time to recover, the error messages seen, and peak RSS of the
 gateway and the authorities. Bounded: loopback only, every call has a timeout.
 
-    .venv/bin/python bench/gateway_load.py [--callers 50] [--seconds 60] [--quick]
+    .venv/bin/python -m bench.gateway_load [--callers 50] [--seconds 60] [--quick]
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import common
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -36,6 +35,8 @@ from mcp.client.streamable_http import streamable_http_client
 from demarkus import auth
 from demarkus.tls import ensure_dev_certificate
 from demarkus.worlds import demo_world_path
+
+from . import common
 
 NAME = "gateway_load"
 PEPS = common.PEPS

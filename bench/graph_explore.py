@@ -13,14 +13,13 @@ documents, one to `hub-1k.md`; half of the hub edges are typed `supersedes`. Per
 and, for scale, one `observe` replacing a document's outgoing edges (`--fanout` of them).
 Prints a table and writes bench/results/graph_explore.json.
 
-    .venv/bin/python bench/graph_explore.py [--docs 10000] [--iterations 300]
+    .venv/bin/python -m bench.graph_explore [--docs 10000] [--iterations 300]
 """
 
 from __future__ import annotations
 
 import argparse
 import random
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -28,11 +27,9 @@ from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from common import latency_summary_ms, print_table, write_results
-
 from demarkus.graph import Edge, GraphStore, render_relations
+
+from .common import latency_summary_ms, print_table, write_results
 
 W = "mark://bench.world"
 HUB_1K = f"{W}/hub-1k.md"

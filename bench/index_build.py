@@ -1,8 +1,8 @@
 """Section index: build time and search latency, on the PEPs world and on a generated world.
 
-    .venv/bin/python bench/index_build.py                 # peps + 100,000 generated sections
-    .venv/bin/python bench/index_build.py --docs 1000     # a smaller generated world
-    .venv/bin/python bench/index_build.py --tune          # ranking grid on generated questions
+    .venv/bin/python -m bench.index_build                 # peps + 100,000 generated sections
+    .venv/bin/python -m bench.index_build --docs 1000     # a smaller generated world
+    .venv/bin/python -m bench.index_build --tune          # ranking grid on generated questions
 
 The generated world is synthetic markdown: pseudo-words with a Zipf distribution, documents
 grouped in topic clusters (siblings share topic words, like a series of related PEPs),
@@ -21,20 +21,18 @@ import json
 import random
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import OUT, PEPS, REPO, latency_summary_ms, print_table, write_results
-
 from demarkus.index import Ranking, SectionIndex, rebuild
 from demarkus.index.query import STOP_WORDS
 from demarkus.markdown import parse_outline
 from demarkus.store import FileStore
+
+from .common import OUT, PEPS, REPO, latency_summary_ms, print_table, write_results
 
 DEMARKUS_BIN = REPO / ".venv" / "bin" / "demarkus"
 MODIFIED = datetime(2026, 1, 1, tzinfo=UTC)

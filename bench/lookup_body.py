@@ -3,7 +3,7 @@
 
 Queries are generic phrases chosen for this bench (nothing from questions.json).
 
-    .venv/bin/python bench/lookup_body.py [--iterations 30] [--quic-iterations 10]
+    .venv/bin/python -m bench.lookup_body [--iterations 30] [--quic-iterations 10]
 """
 
 from __future__ import annotations
@@ -16,9 +16,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import common
-from lookup_catalog import WORLD, load_world
-
 from demarkus.client import Client
 from demarkus.graph import GraphStore
 from demarkus.mcp.server import LocalResolver
@@ -26,6 +23,9 @@ from demarkus.mcp.tools import Tools
 from demarkus.protocol import Request, Verb
 from demarkus.service import Service
 from demarkus.tls import ensure_dev_certificate
+
+from . import common
+from .lookup_catalog import WORLD, load_world
 
 NAME = "lookup_body"
 SCOPE = "/peps"

@@ -7,7 +7,7 @@ questions) and reports p50/p99 latency per query and over all queries:
 * in process: `Service.handle(Request(LOOKUP, "/", {query, match: catalog}))`, no sockets;
 * over QUIC: a `demarkus serve` subprocess and one `Client` connection, sequential requests.
 
-    .venv/bin/python bench/lookup_catalog.py [--world DIR] [--quick]
+    .venv/bin/python -m bench.lookup_catalog [--world DIR] [--quick]
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ import tempfile
 import time
 from pathlib import Path
 
-import common
-
 from demarkus.client import Client
 from demarkus.protocol import Request, Response, Verb
 from demarkus.service import Service
 from demarkus.tls import ensure_dev_certificate
+
+from . import common
 
 NAME = "lookup_catalog"
 WORLD = common.PEPS

@@ -15,7 +15,7 @@ The server's VmRSS is sampled from /proc every 20 ms; a server past `--rss-cap-m
 killed and reported as such. Everything is reported as ratios against the quiet phase of
 the same process, with the absolute numbers beside them.
 
-    .venv/bin/python bench/memory_attack.py [--flood-mib 256] [--lookups 50] [--quick]
+    .venv/bin/python -m bench.memory_attack [--flood-mib 256] [--lookups 50] [--quick]
 """
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import common
-from lookup_body import QUERIES
-from lookup_catalog import WORLD
+from . import common
+from .lookup_body import QUERIES
+from .lookup_catalog import WORLD
 
 NAME = "memory_attack"
 OLD_COMMIT = "afb62fe"
@@ -197,7 +197,8 @@ async def attack(
     connection until the RSS after the phase is read."""
     proc = await asyncio.create_subprocess_exec(
         common.PYTHON,
-        __file__,
+        "-m",
+        "bench.memory_attack",
         "--attacker",
         mode,
         "--url",

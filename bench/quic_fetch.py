@@ -5,14 +5,14 @@ Measures, with client and server in separate processes (one core each):
 * a 2 KiB document fetched over ONE connection by 1, 16 and 64 concurrent streams
   (closed loop: each worker sends its next request when the previous answer arrived):
   requests/s, p50 and p99 latency, and CPU per request on each side;
-* the same shape against `bench/echo_server.py` (same QuicConfiguration, certificate and
+* the same shape against `bench.echo_server` (same QuicConfiguration, certificate and
   ALPN, a fixed 2 KiB-body answer, no parsing or store), and our throughput as a ratio of
   the echo's (target >= 0.6, PASS/MISS per row);
 * a diagnostic third row per concurrency: the bare client against the demarkus server,
   which splits the gap into server-side and client-side cost;
 * a 1 MiB FETCH, sequential, MiB/s (demarkus and echo).
 
-    .venv/bin/python bench/quic_fetch.py [--quick]
+    .venv/bin/python -m bench.quic_fetch [--quick]
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import common
 from aioquic.asyncio import connect
 from aioquic.asyncio.protocol import QuicConnectionProtocol
 
@@ -39,6 +38,8 @@ from demarkus.client import Client
 from demarkus.protocol import Request, Verb, encode_request, encode_response
 from demarkus.service import Service
 from demarkus.tls import client_configuration, ensure_dev_certificate
+
+from . import common
 
 NAME = "quic_fetch"
 SMALL_PATH, SMALL_SIZE = "/bench/2k.md", 2048
@@ -436,7 +437,7 @@ def main() -> None:
         response_bytes = prepare_store(root)
         env = common.bench_env(home)
         serve = [*common.DEMARKUS, "serve", "--root", str(root), "--host", "127.0.0.1", "--port", "0"]
-        echo = [common.PYTHON, str(common.BENCH / "echo_server.py"), "--cert", str(cert), "--key", str(key)]
+        echo = [common.PYTHON, "-m", "bench.echo_server", "--cert", str(cert), "--key", str(key)]
         with (
             common.server_process(serve, env) as (server, found),
             common.server_process(echo, env, ECHO_LISTENING) as (echo_server, echo_found),

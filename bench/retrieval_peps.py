@@ -1,7 +1,7 @@
 """Section retrieval on the PEPs world: is the section holding each question's first evidence
 quote among the top 3 / top 10 rows of a body search?
 
-    .venv/bin/python bench/retrieval_peps.py [--world ../shared/worlds/peps] [--root DIR]
+    .venv/bin/python -m bench.retrieval_peps [--world ../shared/worlds/peps] [--root DIR]
 
 The world's current versions are loaded into a fresh store (`demarkus world load`), the
 section index is rebuilt from it, and each question, reduced to its content words (the
@@ -21,21 +21,19 @@ from __future__ import annotations
 import argparse
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import PEPS, REPO, print_table, write_results
-
 from demarkus.index import SectionHit, SectionIndex, rebuild
 from demarkus.index.query import content_words
 from demarkus.markdown import parse_outline
 from demarkus.store import FileStore
 from demarkus.worlds import open_world
+
+from .common import PEPS, REPO, print_table, write_results
 
 WORLD = PEPS
 DEMARKUS_BIN = REPO / ".venv" / "bin" / "demarkus"

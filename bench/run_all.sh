@@ -7,6 +7,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap
 PY=.venv/bin/python
-echo "== quic_fetch ==";     "$PY" bench/quic_fetch.py "$@"
-echo "== lookup_catalog =="; "$PY" bench/lookup_catalog.py "$@"
-echo "== world_load ==";     "$PY" bench/world_load.py "$@"
+echo "== quic_fetch ==";     "$PY" -m bench.quic_fetch "$@"
+echo "== lookup_catalog =="; "$PY" -m bench.lookup_catalog "$@"
+echo "== world_load ==";     "$PY" -m bench.world_load "$@"

@@ -3,7 +3,7 @@
 Runs the CLI as a subprocess (one run), then reports wall seconds, documents/s and
 versions/s, the child's CPU time, and the size of the resulting store.
 
-    .venv/bin/python bench/world_load.py [--world DIR]
+    .venv/bin/python -m bench.world_load [--world DIR]
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import common
+from . import common
 
 NAME = "world_load"
 WORLD = common.PEPS
