@@ -177,6 +177,16 @@ def _git_uncommitted_src() -> list[str] | None:
     return sorted(line[3:] for line in done.stdout.splitlines() if line.strip())
 
 
+def shown(path: Path) -> str:
+    """`path` as a result records it: relative to the repository when it lies beside or
+    inside it (`../shared/worlds/peps`, `src/demarkus/worlds/demo`), so no machine's
+    folders end up in committed results; else as given."""
+    resolved = path.resolve()
+    if resolved.is_relative_to(REPO.parent):
+        return os.path.relpath(resolved, REPO)
+    return str(path)
+
+
 def write_results(name: str, parameters: Mapping[str, Any], results: Any, *, keep: bool = True) -> dict[str, Any]:
     """Write the run to bench/out/<name>.json and, when `keep`, to bench/results/<name>.json
     (the committed copy; smoke runs pass keep=False so they do not replace it). Return it."""

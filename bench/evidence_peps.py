@@ -134,7 +134,7 @@ def main() -> None:
             )
     common.write_results(
         f"evidence_{args.world.name}_b{args.budget}_l{args.limit}",
-        {"world": str(args.world), "budget": args.budget, "limit": args.limit, "baseline": commit},
+        {"world": common.shown(args.world), "budget": args.budget, "limit": args.limit, "baseline": commit},
         {
             "v0.1.0": before,
             "current": after,

@@ -76,7 +76,7 @@ def main() -> None:
     common.write_results(
         "evidence_sweep",
         {
-            "worlds": [str(w) for w in worlds],
+            "worlds": [common.shown(w) for w in worlds],
             "budgets": args.budgets,
             "limits": args.limits,
             "baseline": commit,

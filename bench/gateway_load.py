@@ -426,7 +426,7 @@ def main() -> None:
     common.write_results(
         NAME,
         {
-            "world": str(args.world),
+            "world": common.shown(args.world),
             "callers": args.callers,
             "seconds": args.seconds,
             "kill_at_s": kill_at,

@@ -32,9 +32,8 @@ from demarkus.index.query import STOP_WORDS
 from demarkus.markdown import parse_outline
 from demarkus.store import FileStore
 
-from .common import OUT, PEPS, REPO, latency_summary_ms, print_table, write_results
+from .common import DEMARKUS, OUT, PEPS, REPO, latency_summary_ms, print_table, write_results
 
-DEMARKUS_BIN = REPO / ".venv" / "bin" / "demarkus"
 MODIFIED = datetime(2026, 1, 1, tzinfo=UTC)
 
 # --- the generated world -------------------------------------------------------------------
@@ -228,7 +227,7 @@ def build_generated(index: SectionIndex, world: list[GenDocument]) -> tuple[floa
 def load_peps(root: Path) -> float:
     start = time.perf_counter()
     subprocess.run(
-        [str(DEMARKUS_BIN), "world", "load", str(PEPS), "--root", str(root)],
+        [*DEMARKUS, "world", "load", str(PEPS), "--root", str(root)],
         check=True,
         capture_output=True,
         text=True,

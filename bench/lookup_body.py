@@ -113,7 +113,7 @@ def main() -> None:
     common.write_results(
         NAME,
         {
-            "world": str(args.world),
+            "world": common.shown(args.world),
             "scope": SCOPE,
             "queries": list(QUERIES),
             "budget": args.budget,

@@ -233,7 +233,7 @@ def main() -> None:
     common.write_results(
         NAME,
         {
-            "world": str(args.world),
+            "world": common.shown(args.world),
             "scope": SCOPE,
             "match": "catalog",
             "queries": list(QUERIES),

@@ -33,10 +33,9 @@ from demarkus.markdown import parse_outline
 from demarkus.store import FileStore
 from demarkus.worlds import open_world
 
-from .common import PEPS, REPO, print_table, write_results
+from .common import DEMARKUS, PEPS, REPO, print_table, shown, write_results
 
 WORLD = PEPS
-DEMARKUS_BIN = REPO / ".venv" / "bin" / "demarkus"
 LIMIT = 10
 
 
@@ -91,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
             root = work / "store"
             start = time.perf_counter()
             subprocess.run(
-                [str(DEMARKUS_BIN), "world", "load", str(args.world), "--root", str(root)],
+                [*DEMARKUS, "world", "load", str(args.world), "--root", str(root)],
                 check=True,
                 capture_output=True,
                 text=True,
@@ -249,7 +248,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     write_results(
         "retrieval_peps",
-        {"world": str(args.world), "limit": LIMIT},
+        {"world": shown(args.world), "limit": LIMIT},
         {
             "questions": results,
             "by_category": {k: dict(v) for k, v in by_category.items()},

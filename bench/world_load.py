@@ -125,7 +125,7 @@ def main() -> None:
     common.write_results(
         NAME,
         {
-            "world": str(args.world),
+            "world": common.shown(args.world),
             "runs": 1,
             "wait_quiet_seconds": args.wait_quiet,
             "command": "python -m demarkus world load WORLD --root STORE",
