@@ -106,7 +106,8 @@ class Ledger:
         self.head_tokens = size(head + "\n")
         """Tokens of the head plus the blank line that opens the expansion."""
         self.parts: list[str] = []
-        self.costs: list[int] = []
+        self.spent = 0
+        """Tokens of the parts."""
         self.decisions: list[Decision] = [
             Decision("", self.head_tokens, Action.TABLE, f"the envelope and the table of {tally.rows} rows")
         ]
@@ -127,7 +128,7 @@ class Ledger:
 
     def left(self) -> int:
         """Tokens still free for evidence."""
-        return self.budget - self.head_tokens - sum(self.costs) - self.reserved()
+        return self.budget - self.head_tokens - self.spent - self.reserved()
 
     def row_allowance(self) -> int:
         """The most one row may print in its turn (see WHOLE_SHARE)."""
@@ -142,20 +143,22 @@ class Ledger:
     def fits(self, text: str, allowance: int | None = None) -> bool:
         """Whether `text` may print now: within `allowance`, and within the budget with
         every reservation kept."""
-        cost = size(text)
-        if allowance is not None and cost > allowance:
-            return False
-        return self.head_tokens + sum(self.costs) + cost + self.reserved() <= self.budget
+        return self._fits(size(text), allowance)
 
     def spend(self, text: str, location: str, action: Action, why: str, allowance: int | None = None) -> bool:
         """Print `text` if it fits (see `fits`), and record it."""
-        if not self.fits(text, allowance):
-            return False
         cost = size(text)
+        if not self._fits(cost, allowance):
+            return False
         self.parts.append(text)
-        self.costs.append(cost)
+        self.spent += cost
         self.decisions.append(Decision(location, cost, action, why))
         return True
+
+    def _fits(self, cost: int, allowance: int | None) -> bool:
+        if allowance is not None and cost > allowance:
+            return False
+        return self.head_tokens + self.spent + cost + self.reserved() <= self.budget
 
     def skip(self, location: str, tokens: int, action: Action, why: str) -> None:
         """Record something that did not print."""
@@ -185,7 +188,7 @@ class Ledger:
 
     def _assemble(self, listed: int) -> tuple[str, str]:
         notes = self._notes(listed)
-        fixed = self.head_tokens + sum(self.costs) + size(notes)
+        fixed = self.head_tokens + self.spent + size(notes)
         used = fixed
         for _ in range(3):  # the count includes the line stating it; settle the number
             settled = fixed + size(self._closing(used))
