@@ -300,31 +300,15 @@ def lookup(
             show_meta,
         )
         return
-    if budget <= 0:
+    if explain and budget <= 0:
         raise click.UsageError("--explain needs --budget N, a token count such as 1500")
-    _budgeted_lookup(target, query, root, token, ca, insecure, filter_, limit, match, budget, explain)
-
-
-def _budgeted_lookup(
-    target: str,
-    query: str,
-    root: Path | None,
-    token: str | None,
-    ca: Path | None,
-    insecure: bool,
-    filter_: str | None,
-    limit: int | None,
-    match: str | None,
-    budget: int,
-    explain: bool,
-) -> None:
-    """The lookup as mark_lookup prints it with a budget, then (`explain`) its decisions."""
     from .expand import explain as explained
     from .graph import GraphStore
     from .mcp.server import LocalResolver
     from .mcp.tools import ToolFailure, Tools
 
     async def go() -> tuple[str, Selection | None]:
+        """The lookup as mark_lookup prints it with a budget, and its selection."""
         async with _open(target, root, token, ca, insecure) as (backend, path):
             authority = parse_mark_url(target).authority if root is None else LOCAL_AUTHORITY
             tools = Tools(LocalResolver(backend, authority, GraphStore(None), token=token))
