@@ -250,3 +250,19 @@ async def test_gateway_budgets_are_exact_and_its_selection_the_local_one_on_the_
         # lookup that spends its whole budget on leftovers loses its last piece to the
         # prefix's tokens); the identity above must be checked on a good number of them
         assert sum(same) >= 20, (name, sum(same), len(same))
+
+
+async def test_budgeted_lookups_through_the_gateway_list_their_decisions(demo_root: Path):
+    config = make_config({"demo": {"root": demo_root}}, {"agent": {"token": TOKEN, "read": ["demo"]}})
+    arguments = {"query": "snapshot quorum", "match": "body", "limit": 3, "budget": 700}
+    async with serving(create_app(config)) as app, session(app, TOKEN, mode="legacy") as client:
+        one = await client.call_tool("mark_lookup", {**arguments, "url": "mark://demo/"})
+        every = await client.call_tool("mark_lookup_all", arguments)
+        plain = await client.call_tool("mark_lookup_all", {**arguments, "budget": 0})
+    for result in (one, every):
+        text = result.content[0].text
+        decisions = result.meta["demarkus/decisions"]
+        spent = sum(d["tokens"] for d in decisions if d["action"] not in ("omit", "drop"))
+        assert f"; used {spent} of 700 tokens\n" in text and count_tokens(text) == spent <= 700
+        assert any(d["location"].startswith("mark://demo/") for d in decisions)
+    assert "demarkus/decisions" not in (plain.meta or {})

@@ -37,12 +37,13 @@ from dataclasses import dataclass, replace
 from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
+from mcp_types import CallToolResult
 from pydantic import Field
 
 from ..catalog import DEFAULT_LIMIT, MAX_LIMIT
 from ..errors import DemarkusError
-from ..expand import Table, TableRow, select_evidence
-from ..mcp.server import tool_errors
+from ..expand import Selection, Table, TableRow, select_evidence
+from ..mcp.server import lookup_result, tool_errors
 from ..mcp.text import envelope
 from ..mcp.tools import Target, ToolFailure, Tools, catalog_reason, check_lookup_arguments
 from ..protocol import Response, Status, normalize_scope
@@ -121,6 +122,20 @@ class GatewayTools(Tools):
         budget: int = 0,
         verbose: bool = False,
     ) -> str:
+        text, _ = await self.lookup_all_selection(query, scope, filter, limit, match, budget, verbose)
+        return text
+
+    async def lookup_all_selection(
+        self,
+        query: str,
+        scope: str = "/",
+        filter: str | None = None,
+        limit: int | None = None,
+        match: str | None = None,
+        budget: int = 0,
+        verbose: bool = False,
+    ) -> tuple[str, Selection | None]:
+        """The merged lookup's text, and with a budget the selection behind its evidence."""
         check_lookup_arguments(budget, match, limit)
         text = (scope or "/").strip()
         if not text.startswith("/"):
@@ -175,10 +190,11 @@ class GatewayTools(Tools):
         if budget > 0:
             merged = merged.compact()
         result = envelope(Status.OK, meta, merged.render(), keys=ALL_KEYS, verbose=verbose, extra=extra)
-        if budget > 0:
-            # The same selection Tools.lookup runs, fetching with this caller's resolver.
-            result += (await select_evidence(result, merged.rows, query, budget, self._fetcher())).text
-        return result
+        if budget <= 0:
+            return result, None
+        # The same selection Tools.lookup runs, fetching with this caller's resolver.
+        selection = await select_evidence(result, merged.rows, query, budget, self._fetcher())
+        return result + selection.text, selection
 
     async def _lookup_one(
         self, target: Target, query: str, filter: str | None, limit: int | None, match: str | None
@@ -244,5 +260,6 @@ def register(server: MCPServer, tools_for: Callable[[], GatewayTools]) -> None:
         ] = None,
         budget: Annotated[int, Field(description="Tokens of evidence to print after the table; 0 = table only.")] = 0,
         verbose: Annotated[bool, Field(description="Show every metadata key.")] = False,
-    ) -> str:
-        return await tools_for().lookup_all(query, scope, filter, limit, match, budget, verbose)
+    ) -> Annotated[CallToolResult, str]:
+        text, selection = await tools_for().lookup_all_selection(query, scope, filter, limit, match, budget, verbose)
+        return lookup_result(text, selection)
