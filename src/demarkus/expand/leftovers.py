@@ -72,6 +72,10 @@ def _show_pending(page: Page, docs: Sequence[Document], terms: Sequence[str]) ->
             break
         share = ledger.share(len(page.pending) - index)
         cand, turn = item.candidate, f"{item.turn}, left over"
+        covered = page.covering(item.doc, cand.start, cand.end)
+        if covered is not None:
+            ledger.skip(item.location, 0, Action.DROP, f"{turn}: already shown by {covered}")
+            continue
         if not show_new(page, item.doc, cand, turn, share):
             best = _best_parts(item.doc, cand, terms)
             if not show_excerpt(page, item.doc, cand, best, share, turn) and not show_leading(
