@@ -15,7 +15,12 @@ import json
 from pathlib import Path
 
 from demarkus.errors import NotFoundError
-from demarkus.expand import Fetched, expand
+
+try:  # the current package: one module per layer
+    from demarkus.expand.document import Fetched
+    from demarkus.expand.select import expand
+except ImportError:  # v0.1.0: one module, its names on the package
+    from demarkus.expand import Fetched, expand
 
 from . import arms
 

@@ -28,7 +28,7 @@ from .service import Service
 from .tls import default_tls_dir, ensure_dev_certificate
 
 if TYPE_CHECKING:
-    from .expand import Selection
+    from .expand.select import Selection
 
 T = TypeVar("T")
 LOCAL_AUTHORITY = "mark://localhost"
@@ -302,7 +302,7 @@ def lookup(
         return
     if explain and budget <= 0:
         raise click.UsageError("--explain needs --budget N, a token count such as 1500")
-    from .expand import explain as explained
+    from .expand.ledger import explain as explained
     from .graph import GraphStore
     from .mcp.server import LocalResolver
     from .mcp.tools import ToolFailure, Tools

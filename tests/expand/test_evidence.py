@@ -11,7 +11,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from demarkus.errors import NotFoundError, TransportError
-from demarkus.expand import MAX_FETCHES, MAX_RELATED, Action, Fetched, Selection, Table, expand, frames, select_evidence
+from demarkus.expand import frames
+from demarkus.expand.document import MAX_FETCHES, Fetched
+from demarkus.expand.ledger import MAX_RELATED, Action
+from demarkus.expand.select import Selection, expand, select_evidence
+from demarkus.expand.table import Table
 from demarkus.mcp.text import envelope
 from demarkus.render import LookupRow, render_lookup
 from demarkus.tokens import count_tokens

@@ -4,6 +4,8 @@ before it (so the order of turns in select.py sits on top of everything else).""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import demarkus.expand
@@ -43,3 +45,11 @@ def test_a_module_imports_only_the_layers_before_it():
                 imported |= {node.module} if node.module else {alias.name for alias in node.names}
         later = imported - set(LAYERS[:index])
         assert not later, f"expand/{name}.py imports {sorted(later)}, which come after it"
+
+
+def test_the_grammar_loads_without_the_selection():
+    """The scorer and the oracle read results with `frames` only: their implementation
+    hashes must not change when the selection does."""
+    probe = "import sys, demarkus.expand.frames; print(sorted(m for m in sys.modules if m.startswith('demarkus.')))"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "['demarkus.expand', 'demarkus.expand.frames']"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from demarkus.expand import Table, TableRow
+from demarkus.expand.table import Table, TableRow
 from demarkus.mcp.text import envelope
 from demarkus.render import LookupRow, render_lookup
 from demarkus.tokens import count_tokens

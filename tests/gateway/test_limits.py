@@ -293,7 +293,7 @@ async def test_lookup_all_merges_by_rank_then_importance_then_world_under_a_glob
 
 
 def test_merge_order_is_rank_then_importance_then_world_then_path():
-    from demarkus.expand import Table, TableRow
+    from demarkus.expand.table import Table, TableRow
     from demarkus.gateway.tools import merge_rows
     from demarkus.render import render_lookup
 

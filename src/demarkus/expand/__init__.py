@@ -10,25 +10,8 @@ Layers, each importing only those above it:
 - `page`, `show`: what is on the page, and how a candidate gets there;
 - `hop`, `rows`, `leftovers`: the turns;
 - `select`: the order of turns.
+
+Import what you use from its module (`demarkus.expand.select.select_evidence`, ...): the
+package itself imports nothing, so a reader of results that needs only the grammar
+(`demarkus.expand.frames`: the scorer, the oracle) loads only that.
 """
-
-from .document import MAX_FETCHES, Fetched, FetchFn
-from .ledger import MAX_RELATED, Action, Decision, explain
-from .select import Selection, expand, select_evidence
-from .table import DITTO, Table, TableRow
-
-__all__ = [
-    "DITTO",
-    "MAX_FETCHES",
-    "MAX_RELATED",
-    "Action",
-    "Decision",
-    "FetchFn",
-    "Fetched",
-    "Selection",
-    "Table",
-    "TableRow",
-    "expand",
-    "explain",
-    "select_evidence",
-]

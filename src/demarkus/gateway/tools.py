@@ -42,7 +42,8 @@ from pydantic import Field
 
 from ..catalog import DEFAULT_LIMIT, MAX_LIMIT
 from ..errors import DemarkusError
-from ..expand import Selection, Table, TableRow, select_evidence
+from ..expand.select import Selection, select_evidence
+from ..expand.table import Table, TableRow
 from ..mcp.server import lookup_result, tool_errors
 from ..mcp.text import envelope
 from ..mcp.tools import Target, ToolFailure, Tools, catalog_reason, check_lookup_arguments

@@ -19,7 +19,7 @@ from pydantic import Field
 
 from ..backend import Backend
 from ..errors import BadRequestError, DemarkusError
-from ..expand import Selection
+from ..expand.select import Selection
 from ..graph import GraphStore
 from ..protocol import canonical_path, in_scope, normalize_scope, parse_mark_url
 from .tools import Target, ToolFailure, Tools

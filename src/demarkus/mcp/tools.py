@@ -14,7 +14,9 @@ from typing import Protocol
 
 from ..backend import Backend
 from ..errors import BadRequestError, DemarkusError
-from ..expand import Fetched, FetchFn, Selection, Table, select_evidence
+from ..expand.document import Fetched, FetchFn
+from ..expand.select import Selection, select_evidence
+from ..expand.table import Table
 from ..graph import GraphStore, observe_document
 from ..graph.card import (
     render_backlinks,
