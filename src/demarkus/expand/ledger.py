@@ -19,6 +19,7 @@ whole text is counted once more to be sure. The decisions spent add up to the cl
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -38,12 +39,16 @@ later row's block. A larger block waits for the leftover budget, where its parag
 holding the most query terms print; one large section cannot crowd out the rest."""
 WHOLE_FLOOR = 100
 """...but a block of up to this many tokens (a paragraph or two) is never held back."""
+SIZES_KEPT = 512
+"""Texts whose counts are kept (a lookup asks about a few hundred at most)."""
 _MOST = 999_999
 """Stands for the largest figures the closing notes may print, when reserving room for them."""
 
 
+@functools.lru_cache(maxsize=SIZES_KEPT)
 def size(text: str) -> int:
-    """Tokens of a text (o200k_base)."""
+    """Tokens of a text (o200k_base). A selection asks whether a text fits, then prints it,
+    or records what it would have needed: the same text is counted once."""
     return count_tokens(text)
 
 

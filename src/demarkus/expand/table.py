@@ -120,7 +120,8 @@ class Table:
                 else:
                     above = (row.document, title.split(" › ", 1)[0] + " › ", tags)
             rows.append(replace(row, cells=cells))
-        rule = self.rule[: _pipes(self.rule)[-2] + 1] if len(_pipes(self.rule)) >= 2 else self.rule
+        pipes = _pipes(self.rule)
+        rule = self.rule[: pipes[-2] + 1] if len(pipes) >= 2 else self.rule
         return replace(self, columns=self.columns[:-1], rule=rule, rows=tuple(rows))
 
     def render(self) -> str:
