@@ -209,6 +209,32 @@ def write_results(name: str, parameters: Mapping[str, Any], results: Any, *, kee
     return document
 
 
+WORLD_LOAD_TIMEOUT = 600.0
+"""Seconds `demarkus world load` may take (the largest visible world loads in under a minute)."""
+
+
+def load_world(world: Path, root: Path, env: Mapping[str, str] | None = None) -> float:
+    """Load a frozen world into a fresh store with `demarkus world load` (index and graph
+    included); the seconds it took.
+
+    Raises:
+        RuntimeError: the load failed (the message ends with its error output).
+    """
+    started = time.perf_counter()
+    done = subprocess.run(
+        [*DEMARKUS, "world", "load", str(world), "--root", str(root)],
+        capture_output=True,
+        text=True,
+        env=dict(env) if env is not None else None,
+        timeout=WORLD_LOAD_TIMEOUT,
+        check=False,
+        cwd=REPO,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"world load {world} failed ({done.returncode}): {done.stderr[-2000:]}")
+    return time.perf_counter() - started
+
+
 def close_service(service: object) -> None:
     """Release what an in-process Service holds (its index database), when it has `close`."""
     close = getattr(service, "close", None)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -58,12 +57,6 @@ def measure(src: Path, root: Path, world: Path, budget: int, limit: int) -> dict
     return score(world, texts)
 
 
-def load_store(world: Path, root: Path) -> None:
-    subprocess.run(
-        [*common.DEMARKUS, "world", "load", str(world), "--root", str(root)], check=True, capture_output=True
-    )
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--world", type=Path, default=common.PEPS)
@@ -73,7 +66,7 @@ def main() -> None:
     commit = arms.baseline_commit()
     with tempfile.TemporaryDirectory(prefix="demarkus-evidence-") as tmp:
         root = Path(tmp) / "store"
-        load_store(args.world, root)
+        common.load_world(args.world, root)
         before = measure(arms.baseline_src(Path(tmp)), root, args.world, args.budget, args.limit)
         after = measure(arms.CURRENT_SRC, root, args.world, args.budget, args.limit)
     rows = [

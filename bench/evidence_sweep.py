@@ -17,7 +17,8 @@ import tempfile
 from pathlib import Path
 
 from . import arms, common
-from .evidence_peps import load_store, measure
+from .common import load_world
+from .evidence_peps import measure
 
 
 def main() -> None:
@@ -40,7 +41,7 @@ def main() -> None:
         sources = {arms.BASELINE: arms.baseline_src(Path(tmp)), arms.CURRENT: arms.CURRENT_SRC}
         for world in worlds:
             root = Path(tmp) / f"store-{world.name}"
-            load_store(world, root)
+            load_world(world, root)
             for limit in args.limits:
                 for budget in args.budgets:
                     found: dict[str, dict] = {}

@@ -40,7 +40,6 @@ from . import common
 
 NAME = "gateway_load"
 PEPS = common.PEPS
-LOAD_TIMEOUT = 600.0
 CALL_TIMEOUT = 60.0
 GATEWAY_LISTENING = re.compile(r"gateway listening on (http://\S+/mcp)")
 DEMO_QUERIES = (
@@ -61,22 +60,6 @@ class Sample:
     seconds: float
     ok: bool
     error: str = ""
-
-
-def load(world: Path, root: Path, env: dict[str, str]) -> float:
-    started = time.perf_counter()
-    done = subprocess.run(
-        [*common.DEMARKUS, "world", "load", str(world), "--root", str(root)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=LOAD_TIMEOUT,
-        check=False,
-        cwd=common.REPO,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"world load {world} failed ({done.returncode}): {done.stderr[-2000:]}")
-    return time.perf_counter() - started
 
 
 def start_authority(root: Path, port: int, env: dict[str, str], log: Path) -> tuple[subprocess.Popen[str], int]:
@@ -229,7 +212,9 @@ def main() -> None:
         cert, _ = ensure_dev_certificate(home / "tls")
         env = common.bench_env(home)
         print(f"loading {args.world} and the demo world ...", file=sys.stderr, flush=True)
-        load_seconds = load(args.world, peps_root, env) + load(demo_world_path(), demo_root, env)
+        load_seconds = common.load_world(args.world, peps_root, env) + common.load_world(
+            demo_world_path(), demo_root, env
+        )
         log = tmp / "authorities.log"
         peps, peps_port = start_authority(peps_root, 0, env, log)
         demo, demo_port = start_authority(demo_root, 0, env, log)

@@ -20,7 +20,6 @@ import itertools
 import json
 import random
 import shutil
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, replace
@@ -32,7 +31,7 @@ from demarkus.index.query import STOP_WORDS
 from demarkus.markdown import parse_outline
 from demarkus.store import FileStore
 
-from .common import DEMARKUS, OUT, PEPS, REPO, latency_summary_ms, print_table, write_results
+from .common import OUT, PEPS, REPO, latency_summary_ms, load_world, print_table, write_results
 
 MODIFIED = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -224,18 +223,6 @@ def build_generated(index: SectionIndex, world: list[GenDocument]) -> tuple[floa
     return time.perf_counter() - start, rows
 
 
-def load_peps(root: Path) -> float:
-    start = time.perf_counter()
-    subprocess.run(
-        [*DEMARKUS, "world", "load", str(PEPS), "--root", str(root)],
-        check=True,
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-    )
-    return time.perf_counter() - start
-
-
 def latency_queries(vocab: Vocabulary, world: list[GenDocument], n: int, seed: int = 5) -> list[str]:
     """2-3 word queries: heading words, mid-frequency words and a common word now and then."""
     rng = random.Random(seed)
@@ -270,7 +257,7 @@ def run_build(args: argparse.Namespace) -> None:
     try:
         if not args.skip_peps:
             store_root = work / "peps-store"
-            load_s = load_peps(store_root)
+            load_s = load_world(PEPS, store_root)
             store = FileStore(store_root)
             index = SectionIndex(work / "peps.sqlite")
             start = time.perf_counter()

@@ -25,7 +25,8 @@ from demarkus.service import Service
 from demarkus.tls import ensure_dev_certificate
 
 from . import common
-from .lookup_catalog import WORLD, load_world
+from .common import load_world
+from .lookup_catalog import WORLD
 
 NAME = "lookup_body"
 SCOPE = "/peps"

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -54,22 +53,6 @@ QUERIES = (
     "*",
 )
 """Generic topic words and tags chosen for this bench, not taken from questions.json."""
-LOAD_TIMEOUT = 300.0
-
-
-def load_world(world: Path, root: Path, env: dict[str, str]) -> float:
-    started = time.perf_counter()
-    done = subprocess.run(
-        [*common.DEMARKUS, "world", "load", str(world), "--root", str(root)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=LOAD_TIMEOUT,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"world load failed ({done.returncode}): {done.stderr[-2000:]}")
-    return time.perf_counter() - started
 
 
 def lookup_request(query: str) -> Request:
@@ -153,7 +136,7 @@ def main() -> None:
         cert, _key = ensure_dev_certificate(home / "tls")
         env = common.bench_env(home)
         print(f"loading {args.world} ...", file=sys.stderr, flush=True)
-        load_seconds = load_world(args.world, root, env)
+        load_seconds = common.load_world(args.world, root, env)
         common.wait_for_quiet(args.wait_quiet)
         busy, own, t0 = common.system_busy_seconds(), time.process_time(), time.perf_counter()
         opened, local, matches, sizes = bench_in_process(root, args.iterations)

@@ -49,7 +49,6 @@ SCOPE = "/"
 MIB = 1024 * 1024
 SAMPLE_EVERY = 0.02
 """Seconds between two RSS samples of the server."""
-LOAD_TIMEOUT = 600.0
 LARGE_QUERY_BYTES = 3584
 """About 3.5 KiB of distinct words: the size that took the old server to 2.1 GiB."""
 TERMS = 64
@@ -466,20 +465,6 @@ def attacker_main(args: argparse.Namespace) -> None:
 # --- the run ----------------------------------------------------------------------------
 
 
-def load(world: Path, store: Path, env: dict[str, str]) -> None:
-    done = subprocess.run(
-        [*common.DEMARKUS, "world", "load", str(world), "--root", str(store)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=LOAD_TIMEOUT,
-        check=False,
-        cwd=common.REPO,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"world load failed ({done.returncode}): {done.stderr[-2000:]}")
-
-
 def index_state() -> str:
     """Whether the index code measured differs from the commit (another change may land
     in the same tree)."""
@@ -544,7 +529,7 @@ def main() -> None:
             env["PYTHONPATH"] = str(tree / "src")
             store = tmp / f"store-{len(results)}"
             print(f"{label}: loading {args.world} ...", file=sys.stderr, flush=True)
-            load(args.world, store, env)
+            common.load_world(args.world, store, env)
             print(f"{label}: attacking ...", file=sys.stderr, flush=True)
             results[label] = asyncio.run(measure(store, env, cert, queries_file, args))
     finally:

@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import subprocess
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +33,7 @@ from demarkus.markdown import parse_outline
 from demarkus.store import FileStore
 from demarkus.worlds import open_world
 
-from .common import DEMARKUS, REPO, VISIBLE_WORLDS, print_table, shown, write_results
+from .common import VISIBLE_WORLDS, load_world, print_table, shown, write_results
 
 LIMIT = 20
 
@@ -122,18 +120,6 @@ def measure(world_dir: Path, root: Path, limit: int) -> dict[str, Any]:
     }
 
 
-def load(world: Path, root: Path) -> float:
-    start = time.perf_counter()
-    subprocess.run(
-        [*DEMARKUS, "world", "load", str(world), "--root", str(root)],
-        check=True,
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-    )
-    return time.perf_counter() - start
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -147,7 +133,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         for world in worlds:
             root = work / world.name
-            load(world, root)
+            load_world(world, root)
             results.append(measure(world, root, args.limit))
     finally:
         shutil.rmtree(work, ignore_errors=True)
