@@ -107,13 +107,25 @@ def _has_prose(outline: Outline, section: Section) -> bool:
     return bool(outline.own_text(section)[section.heading_end - section.start :].strip())
 
 
+def titled_summary(outline: Outline) -> Section | None:
+    """The section below the title that is titled like an abstract and has text."""
+    for section in outline.sections:
+        if section.level > 1 and _is_summary_title(section.title) and _has_prose(outline, section):
+            return section
+    return None
+
+
+def _is_summary_title(title: str) -> bool:
+    return title.strip().lower().rstrip(":") in SUMMARY_TITLES
+
+
 def summary_section(outline: Outline) -> Section | None:
     """The section in which a document says what it is: one titled like an abstract, else
     the first below the title with text of its own (a title's own text is often a banner)."""
+    titled = titled_summary(outline)
+    if titled is not None:
+        return titled
     below = [s for s in outline.sections if s.level > 1]
-    for section in below:
-        if section.title.strip().lower().rstrip(":") in SUMMARY_TITLES and _has_prose(outline, section):
-            return section
     for section in [*below, *outline.sections]:
         if _has_prose(outline, section):
             return section
@@ -134,9 +146,12 @@ def lead_sections(outline: Outline) -> list[Section]:
 
 
 def opening_with_terms(outline: Outline, terms: Sequence[str]) -> Section | None:
-    """The summary section, when it holds a query term: a document reached by a relation
-    says first what it is."""
-    section = summary_section(outline)
+    """The section titled like an abstract, when it holds a query term: a document reached
+    by a relation says first what it is. Only a titled one: the first section with text
+    (the leads' fallback) is as often a fork name or a parameter table, and then the
+    target's paragraphs holding the most query terms say more (eth +1 question with
+    every quote and +4 quotes over the sweep, demo +1 quote, peps and rust unchanged)."""
+    section = titled_summary(outline)
     if section is None:
         return None
     return section if term_count(outline.own_text(section).decode("utf-8", errors="replace"), terms) else None
