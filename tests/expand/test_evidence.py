@@ -272,7 +272,7 @@ CHAIN = World(
 def test_a_supersession_chain_brings_in_the_successor_headed_with_its_relation():
     _, selection, log = run(CHAIN, [("/adr/7.md", "")], 1500, "segment log jobs")
     text = selection.text
-    assert text.startswith("\n>>> /adr/7.md/v3#adr-7\n\n# ADR 7\n")
+    assert text.startswith("\n>>> /adr/7.md/v3#adr-7 (superseded by /adr/12.md)\n\n# ADR 7\n")
     assert ">>> rel: /adr/7.md/v3 supersedes /adr/3.md\n" in text
     assert ">>> rel: /adr/7.md/v3 superseded-by /adr/12.md\n" in text
     assert ">>> /adr/3.md/v3#adr-3 (via /adr/7.md/v3 supersedes)\n\n# ADR 3\n" in text
@@ -280,6 +280,33 @@ def test_a_supersession_chain_brings_in_the_successor_headed_with_its_relation()
     assert ">>> rel: /adr/12.md/v3 supersedes /adr/7.md\n" in text
     assert log == ["/adr/7.md", "/adr/3.md", "/adr/12.md"]
     assert "expanded 1 of 1 rows and 2 related documents" in text
+
+
+def test_a_stale_document_says_so_once_on_its_first_block():
+    body = "# Old\n\n## Steps\n\nRestore the quorum first.\n\n## Notes\n\nThe quorum needs two voters.\n"
+    tagged = World(
+        {
+            "/old.md": (body, {"tags": "ops, Status:Withdrawn"}),
+            "/new.md": (body.replace("first", "at once"), {"status": "final"}),
+        }
+    )
+    _, selection, _ = run(tagged, [("/old.md", "steps"), ("/old.md", "notes"), ("/new.md", "steps")], 1500, "quorum")
+    headers = [line[4:] for line in selection.text.splitlines() if line.startswith(">>> /")]
+    assert headers == ["/old.md/v3#steps (withdrawn)", "/old.md/v3#notes", "/new.md/v3#steps"]
+    assert [b.stale for b in frames.blocks(selection.text)] == ["withdrawn", "", ""]
+
+
+def test_a_related_document_without_a_titled_summary_shows_its_paragraphs_holding_the_query_terms():
+    filler = "".join(f"## Detail {i}\n\n" + "Unrelated words here. " * 40 + "\n\n" for i in range(12))
+    target = (
+        "# EIP 9\n\n## Hard fork\n\nSpurious Dragon.\n\n"
+        + filler
+        + "## Specification\n\nRaise the nonce of new contracts by one.\n"
+    )
+    world = World({"/a.md": ("# A\n\nNonce rules.\n", {"rel-depends-on": "/b.md"}), "/b.md": (target, {})})
+    _, selection, _ = run(world, [("/a.md", "")], 1500, "dragon nonce contracts")
+    related = [b for b in frames.blocks(selection.text) if b.via is not None]
+    assert related[0].location.anchor == "specification"
 
 
 def test_a_dependency_on_a_section_prints_that_section_and_keeps_the_cross_authority_line():

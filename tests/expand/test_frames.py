@@ -37,12 +37,27 @@ def test_a_location_round_trips_through_its_text():
     assert Location.parse("mark://w/docs/a.md/v12#s") == Location("mark://w/docs/a.md", 12, "s")
 
 
-@given(_locations, _texts, st.none() | st.tuples(_locations, st.sampled_from(["supersedes", "depends-on"])))
-def test_a_block_reads_back_as_written(location: Location, text: str, via):
-    header = str(location) + (frames.via(str(via[0]), via[1]) if via else "")
+_stale = st.tuples(st.lists(st.builds(str, _locations), max_size=2), st.sampled_from(["", *frames.STALE_STATUSES]))
+
+
+@given(
+    _locations,
+    _texts,
+    st.none() | st.tuples(_locations, st.sampled_from(["supersedes", "depends-on"])),
+    _stale,
+)
+def test_a_block_reads_back_as_written(location: Location, text: str, via, stale):
+    marker = frames.stale(*stale)
+    header = str(location) + (frames.via(str(via[0]), via[1]) if via else "") + marker
     written = frames.block(header, text)
     (parsed,) = frames.parse("status: ok\n\n| table |\n\n" + written)
-    assert parsed == Block(location, text.strip("\n"), via)
+    assert parsed == Block(location, text.strip("\n"), via, marker[2:-1])
+
+
+def test_a_stale_marker_names_the_successors_else_the_status():
+    assert frames.stale(["/b.md", "/c.md"], "withdrawn") == " (superseded by /b.md, /c.md)"
+    assert frames.stale([], "withdrawn") == " (withdrawn)"
+    assert frames.stale([], "") == ""
 
 
 def test_evidence_that_looks_like_a_frame_cannot_forge_one():

@@ -70,6 +70,16 @@ class Document:
     relation_count: int
     targets: tuple[Target, ...]
     """Same-authority targets of the preferred predicates, in preference order."""
+    successors: tuple[str, ...] = ()
+    """Targets of its `superseded-by` relations, named as frames name them."""
+    stale: str = ""
+    """What its first block's header carries when its text is stale: ` (superseded by ...)`
+    or ` (withdrawn)`; "" for a current document."""
+
+    def stale_said_by(self, source: Document, predicate: str) -> bool:
+        """Whether reaching it from `source` through `predicate` already says it is stale:
+        its only successor `supersedes` it."""
+        return predicate == "supersedes" and bool(self.successors) and set(self.successors) <= {source.location}
 
     @classmethod
     def read(cls, location: str, fetched: Fetched) -> Document:
@@ -80,8 +90,19 @@ class Document:
         """
         outline, cuts = parse_blocks(fetched.body)
         pinned = _pinned(location, fetched.version)
-        lines, targets = _relations(location, pinned, fetched.metadata)
-        return cls(location, fetched, outline, tuple(cuts), "".join(lines), len(lines), tuple(targets))
+        lines, targets, successors = _relations(location, pinned, fetched.metadata)
+        stale = frames.stale(successors, _stale_status(fetched.metadata))
+        return cls(
+            location,
+            fetched,
+            outline,
+            tuple(cuts),
+            "".join(lines),
+            len(lines),
+            tuple(targets),
+            tuple(successors),
+            stale,
+        )
 
     @property
     def body(self) -> bytes:
@@ -100,21 +121,41 @@ def _pinned(location: str, version: int | None) -> str:
     return f"{location}/v{version}" if version else location
 
 
-def _relations(location: str, pinned: str, metadata: Mapping[str, str]) -> tuple[list[str], list[Target]]:
-    """One frame per declared relation; and the targets on the same authority the hop may
-    follow (preferred predicates only, in preference order)."""
+def _relations(location: str, pinned: str, metadata: Mapping[str, str]) -> tuple[list[str], list[Target], list[str]]:
+    """One frame per declared relation; the targets on the same authority the hop may
+    follow (preferred predicates only, in preference order); and its successors (the
+    targets of `superseded-by`), named as the frames name them."""
     prefix = parse_mark_url(location).authority if location.lower().startswith("mark://") else ""
     relations, _ = parse_relations(metadata, location)
     lines: list[str] = []
     follow: list[Target] = []
+    successors: list[str] = []
     for rel in relations:
         target = rel.target + (f"#{rel.fragment}" if rel.fragment else "")
         shown = target if rel.authority else prefix + target
         lines.append(frames.relation(pinned, rel.predicate, shown))
+        if rel.predicate == "superseded-by":
+            successors.append(shown)
         if rel.authority is None and rel.predicate in PREFERRED:
             follow.append(Target(rel.predicate, prefix + rel.target, rel.fragment))
     follow.sort(key=lambda target: PREFERRED.index(target.predicate))
-    return lines, follow
+    return lines, follow, successors
+
+
+def _stale_status(metadata: Mapping[str, str]) -> str:
+    """The document's status when it marks stale text (`status: withdrawn`, or a tag
+    `status:superseded`), lowercase; "" otherwise."""
+    statuses = [metadata.get("status", "")]
+    statuses += [
+        tag.strip()[len("status:") :]
+        for tag in metadata.get("tags", "").split(",")
+        if tag.strip().lower().startswith("status:")
+    ]
+    for status in statuses:
+        word = status.strip().lower()
+        if word in frames.STALE_STATUSES:
+            return word
+    return ""
 
 
 class Fetcher:

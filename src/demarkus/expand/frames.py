@@ -30,12 +30,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 FRAME = ">>> "
+STALE_STATUSES = ("superseded", "withdrawn", "replaced")
+"""Statuses (the `status` key or a `status:` tag) under which a document is stale text."""
 ELIDED = "[…]"
 """Where an excerpt leaves out text of its section."""
 
 _GUARD = re.compile(r"(?m)^>>>")
 _VERSIONED = re.compile(r"\A(.+?)/v([1-9][0-9]*)\Z")
 _VIA = re.compile(r"\A(\S+) \(via (\S+) (\S+)\)\Z")
+_STALE = re.compile(r"\A(.+?) \((superseded by [^()]+|" + "|".join(STALE_STATUSES) + r")\)\Z")
 _STUB = re.compile(r"\A(\S+): (within|same text as) (\S+) above\Z")
 _UNLISTED = re.compile(r"\Arel: (\S+) declares ([0-9]+) relations; fetch it to see them\Z")
 _OMITTED = re.compile(r"(\S+) \(~([0-9]+) tokens\)")
@@ -81,6 +84,8 @@ class Block:
     location: Location
     text: str
     via: tuple[Location, str] | None = None
+    stale: str = ""
+    """The document's stale marker: `superseded by ...` or its status; "" for current text."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +168,14 @@ def block(header: str, text: str) -> str:
 def via(source: str, predicate: str) -> str:
     """What follows a related block's location."""
     return f" (via {source} {predicate})"
+
+
+def stale(successors: Sequence[str], status: str) -> str:
+    """What follows the header of a stale document's first block: its successors when it
+    names them, else its status; "" for a current document."""
+    if successors:
+        return f" (superseded by {', '.join(successors)})"
+    return f" ({status})" if status else ""
 
 
 def line(text: str) -> str:
@@ -272,10 +285,13 @@ def _is_line(word: str) -> bool:
 
 
 def _block(header: str, text: str) -> Block:
+    marker = _STALE.match(header)
+    if marker is not None:
+        header = marker.group(1)
     found = _VIA.match(header)
-    if found is None:
-        return Block(Location.parse(header), text)
-    return Block(Location.parse(found.group(1)), text, (Location.parse(found.group(2)), found.group(3)))
+    via = None if found is None else (Location.parse(found.group(2)), found.group(3))
+    location = Location.parse(header if found is None else found.group(1))
+    return Block(location, text, via, marker.group(2) if marker is not None else "")
 
 
 def _line(word: str) -> Frame:

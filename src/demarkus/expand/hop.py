@@ -82,6 +82,8 @@ class Hop:
         if isinstance(groups, AnchorMissing) or not groups:
             return None
         header = frames.via(source.loc(), target.predicate)
+        if not got.stale_said_by(source, target.predicate):
+            header += got.stale
         first = min(size(frames.block(got.loc(c.anchor) + header, candidate_text(got, c))) for c in groups[0])
         return first + size(got.relation_lines)
 
@@ -112,6 +114,8 @@ class Hop:
                 show_note(page, location, groups.note, f"{turn}: no such section")
                 continue
             page.via[got] = frames.via(source.loc(), target.predicate)
+            if got.stale_said_by(source, target.predicate):
+                page.stale_said.add(got)
             if target.fragment:
                 page.pinned.add(got)
             first = show(page, got, groups[:1], turn)

@@ -73,8 +73,14 @@ class Page:
     pending: list[Pending] = field(default_factory=list)
     """Blocks that did not fit whole, in the order they had their turn."""
 
+    stale_said: set[Document] = field(default_factory=set)
+    """Documents the page already says are stale, or that have a block on it: a stale
+    document's marker goes with its first block, unless its relation line says it."""
+
     def header(self, doc: Document, anchor: str) -> str:
-        return doc.loc(anchor) + self.via.get(doc, "")
+        """A block's header: its location, how a related document was reached, and, on a
+        stale document's first block, its marker (`superseded by ...`)."""
+        return doc.loc(anchor) + self.via.get(doc, "") + ("" if doc in self.stale_said else doc.stale)
 
     def covering(self, doc: Document, start: int, end: int) -> str | None:
         """The location of a block of `doc` that already shows [start, end)."""
@@ -132,6 +138,7 @@ class Page:
     def remember(self, doc: Document, start: int, end: int, loc: str, shown: Uncovered | None = None) -> None:
         """Record [start, end) of `doc` as on the page, and the texts printed whole in it."""
         self.shown.setdefault(doc, []).append((start, end, loc))
+        self.stale_said.add(doc)
         body = doc.body
         elided = shown.elided if shown is not None else []
         if not elided:

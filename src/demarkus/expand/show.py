@@ -68,7 +68,10 @@ def show_one(page: Page, doc: Document, cand: Candidate, turn: str, most: int | 
     why = f"{turn}: {cand.what}"
     if cand.text is not None:
         block = frames.block(page.header(doc, cand.anchor), cand.text)
-        return None if ledger.spend(block, loc, Action.BLOCK, why, most) else size(block)
+        if not ledger.spend(block, loc, Action.BLOCK, why, most):
+            return size(block)
+        page.stale_said.add(doc)
+        return None
     covered = page.covering(doc, cand.start, cand.end)
     first = page.same_text(doc, cand.start, cand.end)
     if covered is not None or first is not None:
