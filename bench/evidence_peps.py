@@ -47,6 +47,9 @@ def score(world: Path, texts: dict[str, str]) -> dict[str, dict]:
             "all": bool(unique) and found == len(unique),
             "tokens": count_tokens(text),
             "related_blocks": sum(1 for b in blocks if b.via is not None),
+            "related_with_quote": sum(
+                1 for b in blocks if b.via is not None and any(b.location.path == p and q in b.text for p, q in unique)
+            ),
         }
     return out
 

@@ -3,7 +3,8 @@ current code: the `bench.evidence_peps` measure repeated over a grid, so a chang
 on more than one budget.
 
 For each world, limit and budget: how many answerable questions have every rubric
-evidence quote inside a frame of its own document, and how many quotes are found.
+evidence quote inside a frame of its own document, and how many quotes are found. Per
+world, the hop's yield: how many related blocks (`(via ...)`) hold an evidence quote.
 
     .venv/bin/python -m bench.evidence_sweep [--world DIR ...] [--budgets 1000 1500 2000 3000] [--limits 3 10]
 
@@ -37,6 +38,8 @@ def main() -> None:
     rows: list[list[object]] = []
     results: list[dict[str, object]] = []
     totals = {"v0.1.0": 0, "current": 0}
+    hops = {w.name: {"v0.1.0": [0, 0], "current": [0, 0]} for w in worlds}
+    """Per world and arm: related blocks holding an evidence quote, and all related blocks."""
     with tempfile.TemporaryDirectory(prefix="demarkus-sweep-") as tmp:
         sources = {arms.BASELINE: arms.baseline_src(Path(tmp)), arms.CURRENT: arms.CURRENT_SRC}
         for world in worlds:
@@ -53,7 +56,11 @@ def main() -> None:
                             "answerable": len(answerable),
                             "quotes_found": sum(q["found"] for q in answerable),
                             "quotes": sum(q["quotes"] for q in answerable),
+                            "related_blocks": sum(q["related_blocks"] for q in per.values()),
+                            "related_with_quote": sum(q["related_with_quote"] for q in per.values()),
                         }
+                        hops[world.name][name][0] += found[name]["related_with_quote"]
+                        hops[world.name][name][1] += found[name]["related_blocks"]
                         totals[name] += found[name]["all_quotes"]
                     before, after = found["v0.1.0"], found["current"]
                     rows.append(
@@ -74,6 +81,11 @@ def main() -> None:
         rows,
     )
     print(f"\nsummed over the {len(rows)} settings: v0.1.0 {totals['v0.1.0']}, current {totals['current']}")
+    common.print_table(
+        "the hop: related blocks holding an evidence quote, of all related blocks, summed over the settings",
+        ["world", "v0.1.0", "current"],
+        [[w, f"{h['v0.1.0'][0]}/{h['v0.1.0'][1]}", f"{h['current'][0]}/{h['current'][1]}"] for w, h in hops.items()],
+    )
     common.write_results(
         "evidence_sweep",
         {
@@ -82,7 +94,7 @@ def main() -> None:
             "limits": args.limits,
             "baseline": commit,
         },
-        {"settings": results, "totals": totals},
+        {"settings": results, "totals": totals, "hops": hops},
     )
 
 
