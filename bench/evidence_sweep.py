@@ -7,6 +7,11 @@ evidence quote inside a frame of its own document, and how many quotes are found
 world, the hop's yield: how many related blocks (`(via ...)`) hold an evidence quote.
 
     .venv/bin/python -m bench.evidence_sweep [--world DIR ...] [--budgets 1000 1500 2000 3000] [--limits 3 10]
+        [--against bench/results/evidence_sweep.json]
+
+With `--against` an earlier run's v0.1.0 figures are reused (that arm and the worlds are
+frozen, so they cannot change; half the time) and the questions whose quotes found moved
+are listed: what a change did, question by question.
 
 Results go to bench/results/evidence_sweep.json.
 """
@@ -14,6 +19,7 @@ Results go to bench/results/evidence_sweep.json.
 from __future__ import annotations
 
 import argparse
+import json
 import tempfile
 from pathlib import Path
 
@@ -32,22 +38,33 @@ def main() -> None:
     )
     parser.add_argument("--budgets", type=int, nargs="+", default=[1000, 1500, 2000, 3000])
     parser.add_argument("--limits", type=int, nargs="+", default=[3, 10])
+    parser.add_argument(
+        "--against",
+        type=Path,
+        help="an earlier results file: take v0.1.0's figures from it instead of running that arm "
+        "(same baseline commit only), and list the questions whose quotes found changed since it",
+    )
     args = parser.parse_args()
     worlds = args.world or list(common.VISIBLE_WORLDS)
     commit = arms.baseline_commit()
+    earlier = _earlier(args.against, commit)
     rows: list[list[object]] = []
     results: list[dict[str, object]] = []
     totals = {"v0.1.0": 0, "current": 0}
     hops = {w.name: {"v0.1.0": [0, 0], "current": [0, 0]} for w in worlds}
     """Per world and arm: related blocks holding an evidence quote, and all related blocks."""
     with tempfile.TemporaryDirectory(prefix="demarkus-sweep-") as tmp:
-        sources = {arms.BASELINE: arms.baseline_src(Path(tmp)), arms.CURRENT: arms.CURRENT_SRC}
+        sources = {arms.CURRENT: arms.CURRENT_SRC} if earlier else {}
+        if not sources:
+            sources = {arms.BASELINE: arms.baseline_src(Path(tmp)), arms.CURRENT: arms.CURRENT_SRC}
         for world in worlds:
             root = Path(tmp) / f"store-{world.name}"
             load_world(world, root)
             for limit in args.limits:
                 for budget in args.budgets:
                     found: dict[str, dict] = {}
+                    if earlier:
+                        found["v0.1.0"] = earlier[(world.name, limit, budget)]["v0.1.0"]
                     for name, src in sources.items():
                         per = measure(src, root, world, budget, limit)
                         answerable = [q for q in per.values() if q["quotes"]]
@@ -58,9 +75,11 @@ def main() -> None:
                             "quotes": sum(q["quotes"] for q in answerable),
                             "related_blocks": sum(q["related_blocks"] for q in per.values()),
                             "related_with_quote": sum(q["related_with_quote"] for q in per.values()),
+                            "found": {qid: q["found"] for qid, q in per.items() if q["quotes"]},
                         }
-                        hops[world.name][name][0] += found[name]["related_with_quote"]
-                        hops[world.name][name][1] += found[name]["related_blocks"]
+                    for name in found:
+                        hops[world.name][name][0] += found[name].get("related_with_quote", 0)
+                        hops[world.name][name][1] += found[name].get("related_blocks", 0)
                         totals[name] += found[name]["all_quotes"]
                     before, after = found["v0.1.0"], found["current"]
                     rows.append(
@@ -86,6 +105,8 @@ def main() -> None:
         ["world", "v0.1.0", "current"],
         [[w, f"{h['v0.1.0'][0]}/{h['v0.1.0'][1]}", f"{h['current'][0]}/{h['current'][1]}"] for w, h in hops.items()],
     )
+    if earlier:
+        _print_changes(earlier, results)
     common.write_results(
         "evidence_sweep",
         {
@@ -96,6 +117,39 @@ def main() -> None:
         },
         {"settings": results, "totals": totals, "hops": hops},
     )
+
+
+def _earlier(path: Path | None, commit: str) -> dict[tuple[str, int, int], dict]:
+    """The settings of an earlier results file, by (world, limit, budget); {} without one.
+
+    Raises:
+        SystemExit: the file was made against another baseline commit.
+    """
+    if path is None:
+        return {}
+    document = json.loads(path.read_text(encoding="utf-8"))
+    if document["parameters"].get("baseline") != commit:
+        raise SystemExit(f"{path} was measured against another baseline than {commit}: run without --against")
+    return {(s["world"], s["limit"], s["budget"]): s for s in document["results"]["settings"]}
+
+
+def _print_changes(earlier: dict[tuple[str, int, int], dict], results: list[dict]) -> None:
+    """The questions whose quotes found changed since the earlier run, setting by setting."""
+    changes = []
+    for setting in results:
+        key = (setting["world"], setting["limit"], setting["budget"])
+        before = earlier.get(key, {}).get("current", {}).get("found", {})
+        for qid, now in setting["current"]["found"].items():
+            if qid in before and before[qid] != now:
+                changes.append([*key, qid, before[qid], now])
+    if changes:
+        common.print_table(
+            "quotes found that changed since the earlier run",
+            ["world", "limit", "budget", "question", "then", "now"],
+            changes,
+        )
+    else:
+        print("\nno question's quotes found changed since the earlier run (or it has no per-question figures)")
 
 
 if __name__ == "__main__":
