@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from demarkus.eval.oracle import Leads
+from demarkus.eval.oracle import Leads, OracleReader
+from demarkus.eval.questions import Evidence
 
 LOOKUP = """status: ok
 matches: 2
@@ -59,3 +60,13 @@ def test_a_stub_line_names_its_row_without_the_colon() -> None:
     )
     assert leads.anchors == {"/b.md": {"y"}, "/d.md": set()}
     assert leads.versions == {"/b.md": {2}, "/d.md": {4}}
+
+
+def test_a_required_document_not_yet_visible_sends_the_oracle_to_explore_what_it_saw() -> None:
+    leads = Leads(follow_body_links=False)
+    leads.absorb("mark_lookup", {}, LOOKUP)
+    missing = [Evidence("/unseen.md", 1, "x", "the quote")]
+    oracle = OracleReader(None, {})  # type: ignore[arg-type]  # `_next` reads only its arguments
+    first = oracle._next(missing, leads, set(), set())
+    assert first == ("mark_explore", {"url": leads.order[0]})
+    assert oracle._next(missing, leads, set(), set(leads.order)) is None

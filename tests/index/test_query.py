@@ -191,7 +191,7 @@ def test_without_coordination_bm25_alone_orders_rows() -> None:
 
 
 def test_importance_prior_breaks_otherwise_equal_rows() -> None:
-    assert prior(0.0) == pytest.approx(0.7) and prior(1.0) == pytest.approx(1.0)
+    assert prior(0.0) == pytest.approx(0.5) and prior(1.0) == pytest.approx(1.0)
     low = candidate("/a.md", 3.0, {0}, importance=0.1)
     high = candidate("/b.md", 3.0, {0}, importance=0.9)
     assert [c.path for _, c in rank([low, high], [1.0])] == ["/b.md", "/a.md"]

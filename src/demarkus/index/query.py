@@ -4,7 +4,7 @@ A question becomes content words (lowercase letters/digits, stop words and 1-cha
 words dropped, de-duplicated); the backend asks its engine for an OR of them, then
 `rank` re-orders the best candidates::
 
-    score = relevance * coverage ** coord_power * (0.7 + 0.3 * importance)
+    score = relevance * coverage ** coord_power * (0.5 + 0.5 * importance)
 
 `relevance` is the engine's BM25 (higher is better); `coverage` is the share of the
 query's distinct terms found anywhere in the row (text, heading trail, title/tags) -- the
@@ -20,6 +20,16 @@ Leaving terms found in over 20% of rows out of the engine query kept MRR and cut
 time; so did stopping, rarest term first, once the engine query's terms match 5,000 rows
 (100,000 sections, 12-word questions: MRR 0.973 either way, p50 43 -> 31 ms; 2,000 rows
 cost 0.02 MRR).
+
+The importance prior was re-checked on the four visible worlds (`bench/retrieval.py` and
+`bench/evidence_sweep.py`; every variant in `bench/results/evidence_changes.md`): without
+it, or weaker (0.85 + 0.15 x), peps loses evidence from its top 10; with a document of
+importance 0 at half the score of one of importance 1, no world loses and three gain
+(0.4 + 0.6 x gains about as much; 0.1 + 0.9 x loses retrieval on two worlds). Half is the round
+value inside that broad optimum: an author's importance (final against withdrawn or draft)
+then weighs about as much as one more of ten query terms (coverage squared: 0.81 -> 1.0),
+where at 0.7 a withdrawn document outranked the final one as soon as it held one more
+term. Documents without an importance all share the default and are not affected.
 """
 
 from __future__ import annotations
@@ -257,8 +267,9 @@ def coordination(matched: Iterable[int], weights: Sequence[float]) -> float:
 
 
 def prior(importance: float) -> float:
-    """The importance prior: 0.7 for importance 0, 1.0 for importance 1."""
-    return 0.7 + 0.3 * importance
+    """The importance prior: 0.5 for importance 0, 1.0 for importance 1 (see the module
+    docstring for why half)."""
+    return 0.5 + 0.5 * importance
 
 
 def rank(
