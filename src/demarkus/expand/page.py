@@ -74,8 +74,9 @@ class Page:
     """Blocks that did not fit whole, in the order they had their turn."""
 
     stale_said: set[Document] = field(default_factory=set)
-    """Documents the page already says are stale, or that have a block on it: a stale
-    document's marker goes with its first block, unless its relation line says it."""
+    """Documents with a block on the page, or reached through their one successor's
+    `supersedes`: a stale document's marker goes with its first block, and only when the
+    relation that brought it in does not already say it is superseded."""
 
     def header(self, doc: Document, anchor: str) -> str:
         """A block's header: its location, how a related document was reached, and, on a
