@@ -113,19 +113,6 @@ class GatewayTools(Tools):
 
     # --- mark_lookup_all ------------------------------------------------------------------
 
-    async def lookup_all(
-        self,
-        query: str,
-        scope: str = "/",
-        filter: str | None = None,
-        limit: int | None = None,
-        match: str | None = None,
-        budget: int = 0,
-        verbose: bool = False,
-    ) -> str:
-        text, _ = await self.lookup_all_selection(query, scope, filter, limit, match, budget, verbose)
-        return text
-
     async def lookup_all_selection(
         self,
         query: str,
