@@ -54,9 +54,9 @@ def main() -> None:
     hops = {w.name: {"v0.1.0": [0, 0], "current": [0, 0]} for w in worlds}
     """Per world and arm: related blocks holding an evidence quote, and all related blocks."""
     with tempfile.TemporaryDirectory(prefix="demarkus-sweep-") as tmp:
-        sources = {arms.CURRENT: arms.CURRENT_SRC} if earlier else {}
-        if not sources:
-            sources = {arms.BASELINE: arms.baseline_src(Path(tmp)), arms.CURRENT: arms.CURRENT_SRC}
+        sources = {arms.CURRENT: arms.CURRENT_SRC}
+        if not earlier:  # else v0.1.0's figures come from the earlier run
+            sources = {arms.BASELINE: arms.baseline_src(Path(tmp)), **sources}
         for world in worlds:
             root = Path(tmp) / f"store-{world.name}"
             load_world(world, root)
