@@ -14,7 +14,9 @@ PACKAGE = Path(demarkus.expand.__file__).parent
 LAYERS = (
     "frames",
     "table",
+    "parsecache",
     "document",
+    "held",
     "relevance",
     "candidates",
     "ledger",

@@ -1,8 +1,8 @@
 """A fetched document as evidence selection reads it, and the fetcher that gets it. Pure
 given the fetch function.
 
-A document is fetched once per lookup and parsed once: its outline, the offsets where a
-long range may be cut, and the relations it declares. Nothing about it changes after
+A document is fetched once per lookup and its body parsed once per process (`parsecache.py`):
+its outline, the offsets where a long range may be cut, and the relations it declares. Nothing about it changes after
 that; what of it is on the page is the page's business (`page.py`).
 """
 
@@ -12,9 +12,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 from ..errors import DemarkusError
-from ..markdown import PREFERRED, Outline, parse_blocks, parse_relations
+from ..markdown import PREFERRED, Outline, parse_relations
 from ..protocol import parse_mark_url
 from . import frames
+from .parsecache import PARSES
 
 MAX_FETCHES = 10
 """Documents one lookup may fetch, rows and related targets together."""
@@ -88,15 +89,15 @@ class Document:
         Raises:
             BadRequestError: the body is not UTF-8 text.
         """
-        outline, cuts = parse_blocks(fetched.body)
+        parsed = PARSES.get(fetched.body)
         pinned = _pinned(location, fetched.version)
         lines, targets, successors = _relations(location, pinned, fetched.metadata)
         stale = frames.stale(successors, _stale_status(fetched.metadata))
         return cls(
             location,
             fetched,
-            outline,
-            tuple(cuts),
+            parsed.outline,
+            parsed.cuts,
             "".join(lines),
             len(lines),
             tuple(targets),

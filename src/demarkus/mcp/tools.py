@@ -15,6 +15,7 @@ from typing import Protocol
 from ..backend import Backend
 from ..errors import BadRequestError, DemarkusError
 from ..expand.document import Fetched, FetchFn
+from ..expand.held import HeldDocuments
 from ..expand.select import Selection, select_evidence
 from ..expand.table import Table
 from ..graph import GraphStore, observe_document
@@ -126,6 +127,8 @@ class Tools:
     def __init__(self, resolver: Resolver) -> None:
         self.resolver = resolver
         self._returned: dict[str, tuple[str, str]] = {}
+        self.held = HeldDocuments()
+        """What this caller's lookups fetched, asked for again with `if-none-match`."""
 
     def _resolve(self, url: str) -> Target:
         try:
@@ -293,12 +296,17 @@ class Tools:
 
         async def fetch(location: str) -> Fetched:
             target = self.resolver.resolve(location)
-            response = await target.backend.fetch(target.path, token=target.token)
+            etag = self.held.etag(location)
+            response = await target.backend.fetch(target.path, token=target.token, if_none_match=etag)
+            if response.status == Status.NOT_MODIFIED and etag is not None:
+                return self.held.reuse(location)
             if response.status != Status.OK:
                 response.raise_for_status()
                 raise BadRequestError(f"{location} answered {response.status}")
             version = response.metadata.get("version")
-            return Fetched(location, response.body, int(version) if version else None, response.metadata)
+            fetched = Fetched(location, response.body, int(version) if version else None, response.metadata)
+            self.held.keep(location, response.metadata.get("etag"), fetched)
+            return fetched
 
         return fetch
 
