@@ -89,6 +89,8 @@ class Reach:
 class Trace:
     changes: tuple[Change, ...]
     reaches: tuple[Reach, ...]
+    executed: tuple[str, ...]
+    """The programs the traced processes started, to tell that children were followed."""
     calls: int
     """How many complete calls the log held, to tell an empty log from a quiet process."""
 
@@ -109,6 +111,7 @@ def parse_trace(lines: Iterable[str], cwd: str) -> Trace:
     directory fd (the traced tree is started there; strace does not print it for them)."""
     changes: list[Change] = []
     reaches: list[Reach] = []
+    executed: list[str] = []
     calls = 0
     for line in joined(lines):
         found = CALL.match(line)
@@ -121,13 +124,15 @@ def parse_trace(lines: Iterable[str], cwd: str) -> Trace:
             continue
         if result == "?" or int(result) < 0:
             continue  # nothing changed
-        if name in OPENS:
+        if name == "execve":
+            executed.extend(path for path in (unquoted(args[0]),) if path is not None)
+        elif name in OPENS:
             fd, path, flags = OPENS[name]
             if len(args) > flags and any(flag in args[flags] for flag in WRITE_FLAGS):
                 changes.extend(resolved(name, args, ((fd, path),), cwd))
         elif name in CHANGES:
             changes.extend(resolved(name, args, CHANGES[name], cwd))
-    return Trace(changes=tuple(changes), reaches=tuple(reaches), calls=calls)
+    return Trace(changes=tuple(changes), reaches=tuple(reaches), executed=tuple(executed), calls=calls)
 
 
 def joined(lines: Iterable[str]) -> Iterable[str]:

@@ -38,6 +38,7 @@ def test_changes_are_the_successful_writes_with_their_paths_resolved():
         Change("openat", '/t/odd"name, with comma'),
     )
     assert trace.calls == 15  # the unfinished mkdir and its resumption are one call
+    assert trace.executed == ("/opt/opencode",)
 
 
 def test_changes_outside_the_given_roots_are_named():
