@@ -18,8 +18,9 @@ Inside a block, `[…]` stands where text of its section is left out, `[#anchor 
 above]` and `[#anchor: same text as LOC above]` where an earlier block already shows it,
 `[sub-sections not shown: #a, #b]` after a section printed without them, and a last line
 `[… ~N tokens more: fetch LOC]` says how much of the block's range is not shown. A line
-of evidence that starts with `>>>` is written with one leading space (the parser takes it
-off again), so a frame is never forged by the text it frames. The location of a frame is
+of evidence that starts with `>>>`, after any spaces, is written with one more leading
+space (the parser takes it off again), so a frame is never forged by the text it frames
+and every line reads back as it was. The location of a frame is
 its first word.
 """
 
@@ -35,7 +36,8 @@ STALE_STATUSES = ("superseded", "withdrawn", "replaced")
 ELIDED = "[…]"
 """Where an excerpt leaves out text of its section."""
 
-_GUARD = re.compile(r"(?m)^>>>")
+_GUARD = re.compile(r"(?m)^(?= *>>>)")
+_GUARDED = re.compile(r" +>>>")
 _VERSIONED = re.compile(r"\A(.+?)/v([1-9][0-9]*)\Z")
 _VIA = re.compile(r"\A(\S+) \(via (\S+) (\S+)\)\Z")
 _STALE = re.compile(r"\A(.+?) \((superseded by [^()]+|" + "|".join(STALE_STATUSES) + r")\)\Z")
@@ -162,7 +164,7 @@ Frame = Block | Relation | Unlisted | Within | SameText | Omitted | FetchLimit |
 
 def block(header: str, text: str) -> str:
     """A block frame: `header` is the location, followed by `(via ...)` for a related one."""
-    return f"{FRAME}{header}\n\n{_GUARD.sub(' >>>', text).strip(chr(10))}\n\n"
+    return f"{FRAME}{header}\n\n{_GUARD.sub(' ', text).strip(chr(10))}\n\n"
 
 
 def via(source: str, predicate: str) -> str:
@@ -269,7 +271,7 @@ def parse(text: str) -> list[Frame]:
             else:
                 header = word
         elif header is not None:
-            lines.append(raw[1:] if raw.startswith(" >>>") else raw)
+            lines.append(raw[1:] if _GUARDED.match(raw) else raw)
     close()
     return frames
 
