@@ -237,13 +237,20 @@ class TokenStore:
         """The path patterns of every read grant (expired ones too), but the one labelled ``without``."""
         return tuple(p for g in self.grants if READ in g.operations and g.label != without for p in g.paths)
 
-    def can_read(self, token: str | None, path: str, now: datetime) -> bool:
-        """Whether ``token`` (or none) may read ``path`` at ``now``: `Authorizer.check_read`
-        as a yes or no, for filtering many rows against one store."""
-        if path == MANIFEST_PATH or not self.read_protected(path):
-            return True
+    def reader(self, token: str | None, now: datetime) -> Callable[[str], bool]:
+        """Whether ``token`` (or none) may read a path at ``now``: `Authorizer.check_read` as
+        a yes or no, for filtering many rows (the token is looked up once, not per row)."""
         grant = self._by_hash.get(hash_token(token)) if token else None
-        return grant is not None and not grant.expired(now) and READ in grant.operations and grant.covers(path)
+        if grant is not None and (grant.expired(now) or READ not in grant.operations):
+            grant = None
+        protecting = tuple(g for g in self.grants if READ in g.operations)
+
+        def readable(path: str) -> bool:
+            if path == MANIFEST_PATH or not any(g.covers(path) for g in protecting):
+                return True
+            return grant is not None and grant.covers(path)
+
+        return readable
 
 
 def _read_tokens(path: Path) -> str:
@@ -601,8 +608,7 @@ class Authorizer:
         store = self.current()
         if store is None or not store.read_patterns():
             return lambda _path: True
-        now = self._clock()
-        return lambda path: store.can_read(token, path, now)
+        return store.reader(token, self._clock())
 
     def check_write(self, token: str | None, path: str) -> None:
         """Allow a write with a publish grant covering the path; no token file, no writes."""
