@@ -105,6 +105,37 @@ def _translate(glob: str) -> str:
     return "".join("[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c) for c in glob)
 
 
+def pattern_covers(outer: str, inner: str) -> bool:
+    """Whether every path ``inner`` matches is matched by ``outer`` as well (both valid).
+
+    Sound, not complete: True is always right, False may be said of a pattern that is in
+    fact covered (say, by a wildcard segment that happens to match). Callers use it to warn
+    about paths a grant newly covers, so a doubt is answered with a warning. Paths are
+    canonical, so none ends in ``/`` except the root itself.
+    """
+    if outer == inner:
+        return True
+    if not any(c in inner for c in "*?"):
+        return match_path(outer, inner)
+    if outer.endswith("/**"):
+        prefix = outer[:-3] + "/"
+        rest = inner[len(prefix) :]
+        # "/*" also matches "/", which "/**" does not; below the root "x/" is no path.
+        return inner.startswith(prefix) and rest != "" and not (prefix == "/" and set(rest) == {"*"})
+    if "**" in outer or "**" in inner:
+        return False
+    outer_parts, inner_parts = outer.split("/"), inner.split("/")
+    return len(outer_parts) == len(inner_parts) and all(
+        o == i or o == "*" or (not any(c in i for c in "*?") and match_path("/" + o, "/" + i))
+        for o, i in zip(outer_parts, inner_parts, strict=True)
+    )
+
+
+def uncovered(patterns: Sequence[str], by: Sequence[str]) -> tuple[str, ...]:
+    """The ``patterns`` that no pattern of ``by`` covers (see `pattern_covers`), in order."""
+    return tuple(p for p in patterns if not any(pattern_covers(q, p) for q in by))
+
+
 @dataclass(frozen=True, slots=True)
 class TokenGrant:
     """One labelled token: what its holder may do, where, and until when."""
@@ -201,6 +232,25 @@ class TokenStore:
     def read_protected(self, path: str) -> bool:
         """Whether a read grant covers ``path``; expired ones count, so expiry never opens it."""
         return any(READ in g.operations and g.covers(path) for g in self.grants)
+
+    def read_patterns(self, without: str | None = None) -> tuple[str, ...]:
+        """The path patterns of every read grant (expired ones too), but the one labelled ``without``."""
+        return tuple(p for g in self.grants if READ in g.operations and g.label != without for p in g.paths)
+
+    def reader(self, token: str | None, now: datetime) -> Callable[[str], bool]:
+        """Whether ``token`` (or none) may read a path at ``now``: `Authorizer.check_read` as
+        a yes or no, for filtering many rows (the token is looked up once, not per row)."""
+        grant = self._by_hash.get(hash_token(token)) if token else None
+        if grant is not None and (grant.expired(now) or READ not in grant.operations):
+            grant = None
+        protecting = tuple(g for g in self.grants if READ in g.operations)
+
+        def readable(path: str) -> bool:
+            if path == MANIFEST_PATH or not any(g.covers(path) for g in protecting):
+                return True
+            return grant is not None and grant.covers(path)
+
+        return readable
 
 
 def _read_tokens(path: Path) -> str:
@@ -327,19 +377,109 @@ def _add_grant(
     clash = store._by_hash.get(hash_token(token))
     if clash is not None:
         raise ConfigError(f"{path}: the token is already granted as {clash.label!r}; use a new one")
+    separator = "" if not old else "\n" if old.endswith("\n") else "\n\n"
+    text = old + separator + _table(label, hash_token(token), paths, operations, expires)
+    grant = next(g for g in TokenStore.parse(text, source=str(path)).grants if g.label == label)
+    _write_atomic(path, text, mode)
+    return grant
+
+
+def _table(label: str, digest: str, paths: Sequence[str], operations: Sequence[str], expires: datetime | None) -> str:
+    """One ``[tokens.<label>]`` table as `add_grant` writes it (a label that is not a bare
+    key, possible in a file written by hand, is quoted)."""
+    key = label if _LABEL_RE.fullmatch(label) else _toml_string(label)
     lines = [
-        f"[tokens.{label}]",
-        f"hash = {_toml_string(hash_token(token))}",
+        f"[tokens.{key}]",
+        f"hash = {_toml_string(digest)}",
         f"paths = [{', '.join(map(_toml_string, paths))}]",
         f"operations = [{', '.join(map(_toml_string, operations))}]",
     ]
     if expires is not None:
         lines.append(f"expires = {_toml_string(_rfc3339(expires))}")
-    separator = "" if not old else "\n" if old.endswith("\n") else "\n\n"
-    text = old + separator + "\n".join(lines) + "\n"
-    grant = next(g for g in TokenStore.parse(text, source=str(path)).grants if g.label == label)
-    _write_atomic(path, text, mode)
-    return grant
+    return "\n".join(lines) + "\n"
+
+
+REVOKED_ALL = "# every token was revoked; this comment keeps the empty file from looking half-written\n"
+"""What `revoke_grant` leaves when the last grant goes: a reload keeps the last good grants
+over a file that is blank (see `Authorizer`), so an empty token file needs a line."""
+
+
+@dataclass(frozen=True, slots=True)
+class Revocation:
+    """What `revoke_grant` did: the grant removed and the grants left."""
+
+    grant: TokenGrant
+    remaining: TokenStore
+    rewritten: bool
+    """True when the file had to be written out anew (its comments and layout gone),
+    because the grant's table could not be cut out of the text alone."""
+
+
+def revoke_grant(path: Path, label: str) -> Revocation:
+    """Remove the grant labelled ``label`` from the token file, atomically and under the
+    same lock as `add_grant`: a running server reloads the file and the token stops working.
+
+    The grant's table is cut out of the text, so comments and the other tables stay as they
+    were; the result must parse to exactly the other grants, else the file is written anew.
+
+    Raises:
+        ConfigError: no grant has that label (the message lists those that exist), or the
+            file is missing or broken.
+    """
+    with _directory_lock(path.parent):
+        text, mode = _read_tokens(path), stat.S_IMODE(path.stat().st_mode)
+        store = TokenStore.parse(text, source=str(path))
+        grant = next((g for g in store.grants if g.label == label), None)
+        if grant is None:
+            labels = sorted(g.label for g in store.grants)
+            held = f"its tokens are: {', '.join(labels)}" if labels else "it holds no tokens"
+            raise ConfigError(
+                f"{path} has no token labelled {label!r}; {held} (see demarkus token list --tokens {path})"
+            )
+        remaining = TokenStore(tuple(g for g in store.grants if g.label != label))
+        cut = _cut_table(text, label)
+        rewritten = cut is None or _parsed_grants(cut, path) != remaining.grants
+        if rewritten:
+            cut = "\n".join(_table(g.label, g.hash, g.paths, sorted(g.operations), g.expires) for g in remaining.grants)
+        assert cut is not None
+        _write_atomic(path, cut if cut.strip() else REVOKED_ALL, mode)
+    return Revocation(grant, remaining, rewritten)
+
+
+def _parsed_grants(text: str, path: Path) -> tuple[TokenGrant, ...] | None:
+    try:
+        return TokenStore.parse(text, source=str(path)).grants
+    except ConfigError:
+        return None
+
+
+def _cut_table(text: str, label: str) -> str | None:
+    """``text`` without the ``[tokens.<label>]`` table: from the comment lines right above
+    its header (unless they open the file) to the next header, less the comments and blank
+    lines that open the next table. None: no such header, or more than one."""
+    names = [re.escape(_toml_string(label)), "'" + re.escape(label) + "'"]
+    if _LABEL_RE.fullmatch(label):
+        names.append(re.escape(label))
+    header = re.compile(r"\s*\[\s*tokens\s*\.\s*(?:" + "|".join(names) + r")\s*\]\s*(?:#.*)?")
+    lines = text.splitlines(keepends=True)
+    starts = [i for i, line in enumerate(lines) if header.fullmatch(line.rstrip("\r\n"))]
+    if len(starts) != 1:
+        return None
+    start = above = starts[0]
+    while above > 0 and lines[above - 1].lstrip().startswith("#"):
+        above -= 1
+    if above > 0:
+        start = above
+    end = next((i for i in range(starts[0] + 1, len(lines)) if _HEADER.match(lines[i])), len(lines))
+    while end > starts[0] + 1 and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")):
+        end -= 1
+    before, after = lines[:start], lines[end:]
+    while after and not after[0].strip() and (not before or not before[-1].strip()):
+        after = after[1:]  # one blank line between tables, not two
+    return "".join(before + after)
+
+
+_HEADER = re.compile(r"\s*\[")
 
 
 def _write_atomic(path: Path, text: str, mode: int) -> None:
@@ -456,6 +596,19 @@ class Authorizer:
         if store is None or not store.read_protected(path):
             return
         store.authorize(token, path, READ, self._clock())
+
+    def protects_reads(self) -> bool:
+        """Whether any read grant is in force, so that some path is private."""
+        store = self.current()
+        return store is not None and bool(store.read_patterns())
+
+    def reader(self, token: str | None) -> Callable[[str], bool]:
+        """Whether ``token`` may read a path, against the grants in force now: one reload
+        check for a whole listing or lookup rather than one per row."""
+        store = self.current()
+        if store is None or not store.read_patterns():
+            return lambda _path: True
+        return store.reader(token, self._clock())
 
     def check_write(self, token: str | None, path: str) -> None:
         """Allow a write with a publish grant covering the path; no token file, no writes."""

@@ -208,6 +208,10 @@ class Catalog:
             if e.path.startswith(prefix) and "/" in e.path[len(prefix) :]
         }
 
+    def count(self, scope: str, where: Callable[[str], bool]) -> int:
+        """Entries in ``scope`` whose path ``where`` holds for."""
+        return sum(1 for entry in self._snapshot() if in_scope(entry.path, scope) and where(entry.path))
+
     def search(
         self,
         terms: list[str],

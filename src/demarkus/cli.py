@@ -18,12 +18,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from . import auth
+from . import access, auth
+from .access import hidden_count, hidden_note
 from .backend import Backend
 from .client import Client
 from .errors import BadRequestError, DemarkusError
 from .logs import configure_logging
-from .protocol import Response, parse_mark_url
+from .protocol import Response, normalize_scope, parse_mark_url
 from .service import Service
 from .tls import default_tls_dir, ensure_dev_certificate
 
@@ -151,14 +152,38 @@ def fetch(target: str, root: Path | None, token: str | None, ca: Path | None, in
     _verb(lambda b, p: b.fetch(p, token=token), target, root, token, ca, insecure, show_meta)
 
 
+def _noting_hidden(
+    call: Callable[[Backend, str], Awaitable[Response]], noun: tuple[str, str], where: str, token: str | None
+) -> tuple[Callable[[Backend, str], Awaitable[Response]], Callable[[], None]]:
+    """``call``, and what to run once its answer is printed: a `hidden:` line on stderr
+    when the authority left rows out for lack of a read token (stdout stays the body)."""
+    answers: list[tuple[Response, str]] = []
+
+    async def noted(backend: Backend, path: str) -> Response:
+        response = await call(backend, path)
+        answers.append((response, path))
+        return response
+
+    def note() -> None:
+        for response, path in answers:
+            count = hidden_count(response.metadata)
+            if count:
+                text = hidden_note(count, noun, f"{where} {normalize_scope(path)}", carried=bool(token))
+                click.echo(f"hidden: {text}", err=True)
+
+    return noted, note
+
+
 @main.command(name="list")
 @click.argument("target")
 @with_target
 @click.option("--meta", "show_meta", is_flag=True)
 @_guard
 def list_(target: str, root: Path | None, token: str | None, ca: Path | None, insecure: bool, show_meta: bool) -> None:
-    """List a directory."""
-    _verb(lambda b, p: b.list(p, token=token), target, root, token, ca, insecure, show_meta)
+    """List a directory (and say on stderr how many entries need a read token)."""
+    call, note = _noting_hidden(lambda b, p: b.list(p, token=token), ("entry", "entries"), "of", token)
+    _verb(call, target, root, token, ca, insecure, show_meta)
+    note()
 
 
 @main.command()
@@ -288,17 +313,17 @@ def lookup(
     budget: int,
     explain: bool,
 ) -> None:
-    """Find documents under TARGET (a scope such as mark://host/ or /docs) matching QUERY."""
+    """Find documents under TARGET (a scope such as mark://host/ or /docs) matching QUERY;
+    say on stderr how many documents there need a read token."""
     if not budget and not explain:
-        _verb(
+        call, note = _noting_hidden(
             lambda b, p: b.lookup(p, query, filter=filter_, limit=limit, match=match, token=token),
-            target,
-            root,
+            ("document", "documents"),
+            "under",
             token,
-            ca,
-            insecure,
-            show_meta,
         )
+        _verb(call, target, root, token, ca, insecure, show_meta)
+        note()
         return
     if explain and budget <= 0:
         raise click.UsageError("--explain needs --budget N, a token count such as 1500")
@@ -420,7 +445,7 @@ def generate(tokens_file: Path, label: str, paths: str, ops: str, expires: str |
         if when.tzinfo is None:
             when = when.replace(tzinfo=UTC)
     raw = auth.generate_token()
-    auth.add_grant(
+    grant = auth.add_grant(
         tokens_file,
         label,
         raw,
@@ -430,6 +455,50 @@ def generate(tokens_file: Path, label: str, paths: str, ops: str, expires: str |
     )
     click.echo(raw)
     click.echo(f"stored the hash of this token as [{label}] in {tokens_file}; the token is not shown again", err=True)
+    closed = access.newly_private(grant, auth.TokenStore.load(tokens_file))
+    if closed:
+        click.echo(access.private_warning(closed), err=True)
+
+
+_tokens_option = click.option(
+    "--tokens",
+    "tokens_file",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Token store (TOML).",
+)
+
+
+@token.command(name="list")
+@_tokens_option
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array instead of a table.")
+@_guard
+def token_list(tokens_file: Path, as_json: bool) -> None:
+    """Show every grant: label, paths, operations, expiry and whether it has expired
+    (never a token or its hash), by label."""
+    views = access.view_grants(auth.TokenStore.load(tokens_file), datetime.now(UTC))
+    if as_json:
+        sys.stdout.write(access.grants_json(views))
+    elif views:
+        sys.stdout.write(access.render_grants(views))
+    else:
+        click.echo(f"{tokens_file} holds no tokens; add one with demarkus token generate", err=True)
+
+
+@token.command(name="revoke")
+@click.argument("label")
+@_tokens_option
+@_guard
+def token_revoke(label: str, tokens_file: Path) -> None:
+    """Remove the grant LABEL from the token store; a server reading it stops accepting
+    the token as soon as it sees the change."""
+    revoked = auth.revoke_grant(tokens_file, label)
+    click.echo(f"revoked [{label}] in {tokens_file}; its token no longer works", err=True)
+    if revoked.rewritten:
+        click.echo(f"note: {tokens_file} was written anew, so its comments and layout are gone", err=True)
+    opened = access.newly_public(revoked.grant, revoked.remaining)
+    if opened:
+        click.echo(access.public_warning(opened), err=True)
 
 
 # --- world ------------------------------------------------------------------------------

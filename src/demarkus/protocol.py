@@ -133,6 +133,7 @@ RESERVED_KEYS = frozenset(
         "matches",
         "complete",
         "next-cursor",
+        "hidden",
     }
 )
 """Keys the server owns; a publisher may not set them."""

@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
+from .access import HIDDEN
 from .auth import Authorizer
 from .backend import VerbMethods
 from .catalog import (
@@ -35,7 +36,6 @@ from .errors import (
     DemarkusError,
     NotFoundError,
     NotPermittedError,
-    UnauthorizedError,
 )
 from .index import Index, SectionIndex, content_words, reconcile
 from .protocol import (
@@ -253,14 +253,19 @@ class Service(VerbMethods):
             self.authorizer.check_write(token, path)
 
     def _readable(self, token: str | None) -> Callable[[str], bool]:
-        def visible(path: str) -> bool:
-            try:
-                self._check_read(token, path)
-            except (UnauthorizedError, NotPermittedError):
-                return False
-            return True
+        """Whether the caller may read a path: the rule `_check_read` applies, as a yes or no
+        against the grants in force now, for filtering the rows of one answer."""
+        if self.trusted:
+            return lambda _path: True
+        return self.authorizer.reader(token)
 
-        return visible
+    def _hidden_documents(self, scope: str, visible: Callable[[str], bool]) -> int:
+        """Current documents in ``scope`` the caller may not read: what a LOOKUP left out,
+        whatever its query and filter (a count that depended on them would tell, a word at a
+        time, what the hidden titles and texts hold)."""
+        if self.trusted or not self.authorizer.protects_reads():
+            return 0
+        return self.catalog.count(scope, lambda path: not visible(path))
 
     # --- catalog upkeep -------------------------------------------------------------------
 
@@ -440,12 +445,14 @@ class Service(VerbMethods):
         base = path.rstrip("/")
         visible = self._readable(token)
         rows: list[ListingEntry] = []
+        hidden = 0
         active = set() if include_archived else self.catalog.active_folders(base)
         for entry in self.store.list_dir(path):
             child = f"{base}/{entry.name}"
             if not include_archived and (entry.archived or entry.is_dir and self._all_archived(child, active)):
                 continue
             if not visible(child):
+                hidden += 1
                 continue
             rows.append(ListingEntry(entry.name, entry.is_dir))
         rows = [r for r in rows if r.name > after]
@@ -453,6 +460,8 @@ class Service(VerbMethods):
         out = {"entries": str(len(page)), "complete": "false" if more else "true"}
         if more:
             out["next-cursor"] = base64.urlsafe_b64encode(page[-1].name.encode()).decode().rstrip("=")
+        if hidden:  # of the whole folder, on every page
+            out[HIDDEN] = str(hidden)
         body = render_listing(path, page, truncated=more)
         return Response(Status.OK, out, body.encode("utf-8"))
 
@@ -563,16 +572,22 @@ class Service(VerbMethods):
                 f"the query has {searched} distinct {'content ' if body_match else ''}words; at most "
                 f"{MAX_QUERY_TERMS} are searched; keep the words that name what you are looking for"
             )
+        visible = self._readable(token)
+        out: dict[str, str]
         if body_match:
             assert self.index is not None
-            hits = self.index.search(query, scope, limit=limit, flt=flt, visible=self._readable(token))
+            hits = self.index.search(query, scope, limit=limit, flt=flt, visible=visible)
             rows = [LookupRow(h.path, h.importance, h.title, h.tags, h.anchor, h.heading, h.snippet) for h in hits]
-            body = render_lookup(query, scope, rows, body_match=True)
-            return Response(Status.OK, {"matches": str(len(rows)), "match": "body"}, body.encode("utf-8"))
-        entries = self.catalog.search(terms, scope, flt, limit, self._readable(token))
-        rows = [LookupRow(e.path, e.importance, e.title, e.tags) for e in entries]
-        body = render_lookup(query, scope, rows, body_match=False)
-        return Response(Status.OK, {"matches": str(len(rows))}, body.encode("utf-8"))
+            out = {"matches": str(len(rows)), "match": "body"}
+        else:
+            entries = self.catalog.search(terms, scope, flt, limit, visible)
+            rows = [LookupRow(e.path, e.importance, e.title, e.tags) for e in entries]
+            out = {"matches": str(len(rows))}
+        hidden = self._hidden_documents(scope, visible)
+        if hidden:
+            out[HIDDEN] = str(hidden)
+        body = render_lookup(query, scope, rows, body_match=body_match)
+        return Response(Status.OK, out, body.encode("utf-8"))
 
     _handlers: dict[Verb, Callable[[Service, Request], Response]] = {
         Verb.FETCH: _fetch,

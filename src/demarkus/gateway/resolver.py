@@ -52,6 +52,8 @@ class ScopedBackend(VerbMethods):
 class GatewayResolver:
     """The `Resolver` of one caller (shared by all of its sessions)."""
 
+    token_advice = "ask the gateway's operator to give your caller entry a read token for that world"
+
     def __init__(self, caller: CallerConfig, upstreams: dict[str, Upstream]) -> None:
         self.caller = caller
         self.worlds: tuple[str, ...] = tuple(sorted(caller.read))

@@ -40,6 +40,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult
 from pydantic import Field
 
+from ..access import HIDDEN, hidden_count, hidden_note
 from ..catalog import DEFAULT_LIMIT, MAX_LIMIT
 from ..errors import DemarkusError
 from ..expand.select import Selection, select_evidence
@@ -140,7 +141,9 @@ class GatewayTools(Tools):
         tables: dict[str, Table] = {}
         failures: list[tuple[str, str]] = []
         catalog_only: list[str] = []
-        for world, answer in zip(worlds, answers, strict=True):
+        hidden: dict[str, int] = {}
+        carried = True
+        for world, target, answer in zip(worlds, targets, answers, strict=True):
             if isinstance(answer, str):
                 failures.append((world, answer))
                 continue
@@ -149,6 +152,9 @@ class GatewayTools(Tools):
                 failures.append((world, "the world answered without a lookup table"))
                 continue
             tables[world] = table
+            if hidden_count(answer.metadata):
+                hidden[world] = hidden_count(answer.metadata)
+                carried = carried and bool(target.token)
             if match == "body" and answer.metadata.get("match") != "body":
                 catalog_only.append(world)
         if not tables:
@@ -175,6 +181,15 @@ class GatewayTools(Tools):
         if catalog_only:
             reason = catalog_reason(query, "no body match there")
             extra["note"] = f"answered from the catalog in {', '.join(catalog_only)}: {reason}"
+        if hidden:
+            where = f"under {scope} in {', '.join(hidden)}"
+            extra[HIDDEN] = hidden_note(
+                sum(hidden.values()),
+                ("document", "documents"),
+                where,
+                carried=carried,
+                advice=self.resolver.token_advice,
+            )
         if budget > 0:
             merged = merged.compact()
         result = envelope(Status.OK, meta, merged.render(), keys=ALL_KEYS, verbose=verbose, extra=extra)

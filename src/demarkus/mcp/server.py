@@ -17,6 +17,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent
 from pydantic import Field
 
+from ..access import TOKEN_ADVICE
 from ..backend import Backend
 from ..errors import BadRequestError, DemarkusError
 from ..expand.select import Selection
@@ -36,6 +37,8 @@ WRITE_TOOLS = ("mark_publish", "mark_append", "mark_archive")
 
 class LocalResolver:
     """Bare paths and mark:// URLs of one authority, confined to a scope."""
+
+    token_advice = TOKEN_ADVICE
 
     def __init__(
         self, backend: Backend, authority: str, graph: GraphStore, *, token: str | None = None, scope: str = "/"

@@ -22,8 +22,9 @@ OUTLINE_THRESHOLD = 8192
 FETCH_KEYS = ("version", "title")
 FETCH_VERBOSE_KEYS = ("version", "modified", "etag")
 LOOKUP_KEYS = ("matches", "match")
-SURFACE_KEYS = ("mode", "size", "section", "note")
-"""Keys the tool surface adds itself; shown in lean and verbose mode alike."""
+SURFACE_KEYS = ("mode", "size", "section", "note", "hidden")
+"""Keys the tool surface adds itself; shown in lean and verbose mode alike. `hidden` says
+how many rows a lookup or listing left out for lack of a read token (`access.hidden_note`)."""
 
 
 def envelope(

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
+from ..access import HIDDEN, hidden_count, hidden_note
 from ..backend import Backend
 from ..errors import BadRequestError, DemarkusError
 from ..expand.document import Fetched, FetchFn
@@ -88,6 +89,8 @@ class Target:
 class Resolver(Protocol):
     default_scope: str
     """Where a lookup without url searches."""
+    token_advice: str
+    """How this surface's caller gets a read token, for the `hidden` line."""
 
     def resolve(self, url: str) -> Target: ...
 
@@ -113,6 +116,19 @@ def _raise_for_bad_request(response: Response) -> None:
             response.raise_for_status()
         except DemarkusError as exc:
             raise ToolFailure(str(exc)) from exc
+
+
+def _hidden_extra(response: Response, target: Target, noun: tuple[str, str], where: str, advice: str) -> dict[str, str]:
+    """The envelope's `hidden` line when the answer left rows out for lack of a read token."""
+    count = hidden_count(response.metadata)
+    if not count:
+        return {}
+    return {HIDDEN: hidden_note(count, noun, where, carried=bool(target.token), advice=advice)}
+
+
+def _without_hidden(metadata: Mapping[str, str]) -> Mapping[str, str]:
+    """The metadata less the bare `hidden` count, which the `hidden` line says in words."""
+    return {k: v for k, v in metadata.items() if k != HIDDEN} if HIDDEN in metadata else metadata
 
 
 def catalog_reason(query: str, otherwise: str = "this authority has no body match") -> str:
@@ -272,7 +288,9 @@ class Tools:
             target.path, query, filter=filter, limit=limit, match=match or None, token=target.token
         )
         _raise_for_bad_request(response)
-        extra: dict[str, str] = {}
+        extra = _hidden_extra(
+            response, target, ("document", "documents"), f"under {target.url}", self.resolver.token_advice
+        )
         if match == "body" and response.ok and response.metadata.get("match") != "body":
             extra["note"] = f"answered from the catalog: {catalog_reason(query)}"
         table = Table.parse(response.text) if response.status == Status.OK else None
@@ -283,7 +301,8 @@ class Tools:
             # marks stand for a title and tags repeated from the row above.
             table = table.named(lambda path: self.resolver.name(target, path))
             body = (table.compact() if budget > 0 else table).render()
-        text = envelope(response.status, response.metadata, body, keys=LOOKUP_KEYS, verbose=verbose, extra=extra)
+        meta = _without_hidden(response.metadata)
+        text = envelope(response.status, meta, body, keys=LOOKUP_KEYS, verbose=verbose, extra=extra)
         if budget <= 0 or table is None:
             return text, None
         # The budget covers the whole result: envelope and table included.
@@ -391,7 +410,9 @@ class Tools:
             target.path, token=target.token, include_archived=include_archived, cursor=cursor
         )
         _raise_for_bad_request(response)
-        return envelope(response.status, response.metadata, response.text, keys=LIST_KEYS, verbose=verbose)
+        extra = _hidden_extra(response, target, ("entry", "entries"), f"of {target.url}", self.resolver.token_advice)
+        meta = _without_hidden(response.metadata)
+        return envelope(response.status, meta, response.text, keys=LIST_KEYS, verbose=verbose, extra=extra)
 
     async def versions(self, url: str) -> str:
         target = self._resolve(url)
