@@ -1,0 +1,194 @@
+"""A file's git history, through the `git` command line: the commits that changed it
+(following renames), oldest first, and its bytes at each of them.
+
+`git log --follow` names the file as it was called in each commit; one long-lived
+`git cat-file --batch` process reads the bytes, so a thousand files with ten commits each
+cost a thousand short `git log` runs and no extra process per version.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import IO
+
+from ..errors import BadRequestError, ConfigError
+from ..render import format_time
+
+__all__ = ["GIT_KEYS", "GitHistory", "Revision", "find_repository", "pending", "revision_metadata"]
+
+GIT_COMMIT = "git-commit"
+GIT_AUTHOR = "git-author"
+GIT_TIME = "git-time"
+GIT_BASE = "git-base"
+"""On a version taken from the working tree: the commit its edits sit on."""
+GIT_KEYS = (GIT_COMMIT, GIT_AUTHOR, GIT_TIME, GIT_BASE)
+TIMEOUT = 120.0
+"""Seconds one `git log` may take; a history that long is not a note's."""
+_RECORD = "\x1e"
+_FIELD = "\x1f"
+_FORMAT = f"--format={_RECORD}%H{_FIELD}%ct{_FIELD}%an <%ae>"
+
+
+@dataclass(frozen=True, slots=True)
+class Revision:
+    """One commit that changed the file: its id, author, commit time and the file's name
+    there (relative to the repository's top)."""
+
+    commit: str
+    author: str
+    time: datetime
+    path: str
+
+
+def revision_metadata(revision: Revision) -> dict[str, str]:
+    """The metadata a version imported from `revision` carries (and re-imports look for)."""
+    return {
+        GIT_COMMIT: revision.commit,
+        GIT_AUTHOR: _single_line(revision.author),
+        GIT_TIME: format_time(revision.time),
+    }
+
+
+def pending(history: Sequence[Revision], current: dict[str, str] | None) -> list[Revision]:
+    """The revisions not imported yet, given the current version's metadata (None: no
+    document). A document whose last commit is unknown here (imported without `--git`,
+    or history rewritten since) takes no old revisions: history is never inserted under
+    versions that already exist; the newest state still follows as the last version."""
+    if current is None:
+        return list(history)
+    last = current.get(GIT_COMMIT) or current.get(GIT_BASE)
+    for index, revision in enumerate(history):
+        if revision.commit == last:
+            return list(history[index + 1 :])
+    return []
+
+
+def find_repository(folder: Path) -> Path:
+    """The top of the git work tree holding `folder`.
+
+    Raises:
+        ConfigError: `folder` is not inside a git work tree, or git is missing.
+    """
+    done = _git(folder, ["rev-parse", "--show-toplevel"])
+    if done.returncode != 0:
+        raise ConfigError(
+            f"{folder} is not inside a git repository ({done.stderr.decode(errors='replace').strip()}); "
+            "import it without --git, or run `git init` there first"
+        )
+    return Path(os.fsdecode(done.stdout.rstrip(b"\n")))
+
+
+class GitHistory:
+    """Histories of files in one repository; close it (or use `with`) to stop `git cat-file`."""
+
+    def __init__(self, top: Path) -> None:
+        self.top = top
+        self._reader: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> GitHistory:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._reader is not None:
+            reader, self._reader = self._reader, None
+            assert reader.stdin is not None and reader.stdout is not None
+            reader.stdin.close()
+            reader.stdout.close()
+            reader.wait(timeout=TIMEOUT)
+
+    def revisions(self, file: Path) -> list[Revision]:
+        """The commits that changed `file` (a path in the work tree), oldest first,
+        following renames; [] for a file git does not track.
+
+        Raises:
+            BadRequestError: git refused (the message carries its words).
+        """
+        relative = file.resolve().relative_to(self.top.resolve()).as_posix()
+        done = _git(self.top, ["log", "--follow", "--name-status", "-z", _FORMAT, "--", relative])
+        if done.returncode != 0:
+            raise BadRequestError(f"git log failed: {done.stderr.decode(errors='replace').strip()[:300]}")
+        return list(reversed(_parse_log(done.stdout.decode("utf-8", "surrogateescape"))))
+
+    def read(self, revision: Revision) -> bytes:
+        """The file's bytes at `revision`.
+
+        Raises:
+            BadRequestError: git has no such file there (a shallow clone, say).
+        """
+        if "\n" in revision.path:
+            raise BadRequestError("a file name with a line break cannot be read from git history; rename it")
+        reader = self._start()
+        assert reader.stdin is not None and reader.stdout is not None
+        reader.stdin.write(f"{revision.commit}:{revision.path}\n".encode("utf-8", "surrogateescape"))
+        reader.stdin.flush()
+        header = reader.stdout.readline().split()
+        if len(header) != 3 or header[1] != b"blob":
+            raise BadRequestError(
+                f"git has no file {revision.path} at commit {revision.commit[:12]} "
+                f"({b' '.join(header).decode(errors='replace')})"
+            )
+        return _read_exactly(reader.stdout, int(header[2]))
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        if self._reader is None:
+            self._reader = subprocess.Popen(
+                ["git", "-C", str(self.top), "cat-file", "--batch"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
+        return self._reader
+
+
+def _read_exactly(stream: IO[bytes], size: int) -> bytes:
+    data = stream.read(size)
+    stream.read(1)  # the newline after each object
+    if len(data) != size:
+        raise BadRequestError("git cat-file stopped early; check the repository with `git fsck`")
+    return data
+
+
+def _git(where: Path, args: list[str]) -> subprocess.CompletedProcess[bytes]:
+    try:
+        return subprocess.run(
+            ["git", "-c", "core.quotePath=false", "-C", str(where), *args],
+            capture_output=True,
+            timeout=TIMEOUT,
+            check=False,
+        )
+    except FileNotFoundError:
+        raise ConfigError("the `git` command is not installed; install git or import without --git") from None
+
+
+def _parse_log(text: str) -> list[Revision]:
+    """Records of `git log -z --name-status` in the `_FORMAT` above, newest first. A
+    commit that deleted the file, or shows no change of it (a merge), is left out."""
+    revisions = []
+    for record in text.split(_RECORD)[1:]:
+        header, _, changes = record.partition("\0")
+        commit, seconds, author = header.split(_FIELD, 2)
+        fields = [f for f in changes.lstrip("\n").split("\0") if f]
+        if len(fields) < 2 or fields[0].startswith("D"):
+            continue
+        revisions.append(
+            Revision(
+                commit=commit,
+                author=author,
+                time=datetime.fromtimestamp(int(seconds), tz=UTC),
+                path=fields[-1],
+            )
+        )
+    return revisions
+
+
+def _single_line(text: str) -> str:
+    return " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())
