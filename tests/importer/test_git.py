@@ -136,12 +136,15 @@ def test_each_commit_becomes_a_version_following_renames_with_times_and_authors(
 
 
 def test_a_bad_old_revision_is_left_out_with_a_warning_and_the_rest_imported(repo: Path, tmp_path: Path):
+    commit(repo, "too large", T0 - 10, **{"n.md": "# N\n" + "x" * (2 * 1024 * 1024)})
     commit(repo, "bad yaml", T0, **{"n.md": "---\ntitle: [open\n---\nx\n"})
     good = commit(repo, "fixed", T0 + 10, **{"n.md": "---\ntitle: N\n---\nx\n"})
     summary = run(repo / "notes", tmp_path / "store")
     (result,) = summary.results
     assert result.outcome == Outcome.CREATED and result.versions == 1
-    assert len(result.problems) == 1 and "left out: the frontmatter is not valid YAML" in result.problems[0]
+    assert len(result.problems) == 2
+    assert "left out: the file is 2097156 bytes at commit" in result.problems[0]
+    assert "left out: the frontmatter is not valid YAML" in result.problems[1]
     assert not summary.ok and summary.lines()[1].startswith("warning n.md: commit ")
     assert [m["git-commit"] for m, _b, _t in history(tmp_path / "store", "/n.md")] == [good]
 

@@ -74,11 +74,11 @@ async def _imported(source: Source, target: Target, archive_missing: bool) -> Su
     from rich.console import Console
     from rich.progress import Progress
 
-    total = len(scan_folder(source.folder).files)
+    scan = scan_folder(source.folder)
     with Progress(transient=not sys.stderr.isatty(), console=Console(stderr=True)) as bar:
-        task = bar.add_task(f"importing {source.folder}", total=total)
+        task = bar.add_task(f"importing {source.folder}", total=len(scan.files))
         return await import_folder(
-            source, target, archive_missing=archive_missing, progress=lambda n: bar.advance(task, n)
+            source, target, archive_missing=archive_missing, progress=lambda n: bar.advance(task, n), scan=scan
         )
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
 
-from ..errors import DemarkusError
+from ..errors import BadRequestError, DemarkusError
 from ..protocol import in_scope, normalize_scope
 from .apply import FileResult, Outcome, Source, Target, archive_document, import_file
 from .note import document_path, shown
@@ -23,6 +23,8 @@ from .note import document_path, shown
 __all__ = ["Scan", "Summary", "documents_under", "import_folder", "scan_folder"]
 
 _ENTRY = re.compile(r"- \[.*\]\((.+)\)")
+MAX_FILES = 1_000_000
+"""Markdown files one import reads, at most (their names are held in memory)."""
 MAX_LISTED = 1_000_000
 """Documents `--archive-missing` looks at under the prefix, at most."""
 
@@ -72,7 +74,11 @@ class Summary:
 
 
 def scan_folder(folder: Path) -> Scan:
-    """Walk `folder` (never through a symlink) for `*.md` files."""
+    """Walk `folder` (never through a symlink) for `*.md` files.
+
+    Raises:
+        BadRequestError: more than `MAX_FILES` of them.
+    """
     top = folder.resolve()
     files: list[str] = []
     skipped: list[str] = []
@@ -97,6 +103,11 @@ def scan_folder(folder: Path) -> Scan:
                 (skipped if _inside(base / name, top) else escaping).append(prefix + name)
             else:
                 files.append(prefix + name)
+                if len(files) > MAX_FILES:
+                    raise BadRequestError(
+                        f"{folder} holds more than {MAX_FILES} markdown files; import its folders one at a "
+                        "time, each with its own --prefix"
+                    )
     return Scan(tuple(sorted(files)), tuple(sorted(skipped)), tuple(sorted(escaping)))
 
 
@@ -106,11 +117,12 @@ async def import_folder(
     *,
     archive_missing: bool = False,
     progress: Callable[[int], None] | None = None,
+    scan: Scan | None = None,
 ) -> Summary:
     """Import every markdown file of `source.folder` into `target`; with
     `archive_missing`, archive the documents under the prefix that no file maps to.
-    `progress(n)` is called after each file."""
-    scan = scan_folder(source.folder)
+    `progress(n)` is called after each file; `scan` is the folder's, when already made."""
+    scan = scan if scan is not None else scan_folder(source.folder)
     results: list[FileResult] = []
     for relative in scan.escaping:
         reason = "a symbolic link that leads out of the folder; copy the file in instead"

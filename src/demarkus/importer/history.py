@@ -18,7 +18,9 @@ from types import TracebackType
 from typing import IO
 
 from ..errors import BadRequestError, ConfigError
+from ..protocol import MAX_BODY
 from ..render import format_time
+from .note import MAX_FILE
 
 __all__ = ["GIT_KEYS", "GitHistory", "Revision", "find_repository", "pending", "revision_metadata"]
 
@@ -136,7 +138,14 @@ class GitHistory:
                 f"git has no file {revision.path} at commit {revision.commit[:12]} "
                 f"({b' '.join(header).decode(errors='replace')})"
             )
-        return _read_exactly(reader.stdout, int(header[2]))
+        size = int(header[2])
+        if size > MAX_FILE:
+            _skip(reader.stdout, size + 1)  # keep the stream in step for the next file
+            raise BadRequestError(
+                f"the file is {size} bytes at commit {revision.commit[:12]}; a document holds at most "
+                f"{MAX_BODY} (1 MiB); that commit is left out"
+            )
+        return _read_exactly(reader.stdout, size)
 
     def _start(self) -> subprocess.Popen[bytes]:
         if self._reader is None:
@@ -147,6 +156,14 @@ class GitHistory:
                 stderr=subprocess.DEVNULL,
             )
         return self._reader
+
+
+def _skip(stream: IO[bytes], size: int) -> None:
+    while size > 0:
+        chunk = stream.read(min(size, 1 << 16))
+        if not chunk:
+            return
+        size -= len(chunk)
 
 
 def _read_exactly(stream: IO[bytes], size: int) -> bytes:
