@@ -101,8 +101,8 @@ def _parse_expected(value: str | None, *, required: bool) -> int | None:
 def _parse_modified(value: str) -> datetime:
     """The version time a trusted publisher gives (an import of older history).
 
-    Only the store's owner may date a version: from anyone else `modified` stays a
-    reserved key and is refused. The store keeps it between the previous version's time
+    Only the store's owner may date a version, through a service opened with
+    `dates_versions`: from anyone else `modified` stays a reserved key and is refused. The store keeps it between the previous version's time
     and now.
     """
     try:
@@ -142,10 +142,14 @@ class Service(VerbMethods):
         index: Index | None = None,
         writable: bool = True,
         owner: StoreOwner | None = None,
+        dates_versions: bool = False,
     ) -> None:
         self.store = store
         self.authorizer = authorizer or Authorizer(None)
         self.trusted = trusted
+        self.dates_versions = trusted and dates_versions
+        """Take a publisher's `modified` as the version's time (an import of older history
+        by the store's owner); only a trusted service does, and only when asked to."""
         self.clock = clock
         self.catalog = Catalog()
         self.index = index
@@ -163,7 +167,15 @@ class Service(VerbMethods):
             self._refresh_catalog(path)
 
     @classmethod
-    def open(cls, root: Path, *, tokens: Path | None = None, trusted: bool = False, writable: bool = True) -> Service:
+    def open(
+        cls,
+        root: Path,
+        *,
+        tokens: Path | None = None,
+        trusted: bool = False,
+        writable: bool = True,
+        dates_versions: bool = False,
+    ) -> Service:
         """A service over a store directory, with its section index in `root/.demarkus/`.
 
         A writable service claims the store (see `store.owner`); a read-only one leaves
@@ -193,7 +205,15 @@ class Service(VerbMethods):
             if owner is not None:
                 owner.release()
             raise
-        return cls(store, authorizer, trusted=trusted, index=index, writable=writable, owner=owner)
+        return cls(
+            store,
+            authorizer,
+            trusted=trusted,
+            index=index,
+            writable=writable,
+            owner=owner,
+            dates_versions=dates_versions,
+        )
 
     def close(self) -> None:
         self._workers.shutdown(wait=True)
@@ -502,7 +522,7 @@ class Service(VerbMethods):
         self._check_write(token, path)
         expected = _parse_expected(request.metadata.get("expected-version"), required=False)
         given = dict(publisher_metadata(request.metadata))
-        modified = _parse_modified(given.pop("modified")) if self.trusted and "modified" in given else None
+        modified = _parse_modified(given.pop("modified")) if self.dates_versions and "modified" in given else None
         meta = validate_publisher_metadata(given)
         with self._lock:
             if not request.body:

@@ -1,5 +1,6 @@
-"""A trusted publisher may date a version (`modified`, for imported history); the store
-keeps it between the previous version's time and now, and nobody else may send it."""
+"""The store's owner may date a version (`modified`, for imported history) through a
+service opened with `dates_versions`; the store keeps it between the previous version's
+time and now, and nobody else may send it."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ def iso(seconds: int) -> str:
 
 async def test_a_trusted_store_takes_the_time_and_never_goes_backwards_or_ahead(tmp_path: Path):
     (tmp_path / "store").mkdir()
-    service = Service.open(tmp_path / "store", trusted=True)
+    service = Service.open(tmp_path / "store", trusted=True, dates_versions=True)
     try:
         first = await service.publish("/a.md", "one\n", metadata={"modified": iso(T0)})
         assert first.status == "created" and first.metadata["modified"] == iso(T0)
@@ -38,3 +39,13 @@ async def test_an_untrusted_publisher_may_not_date_a_version(service: Service, t
     refused = await service.publish("/a.md", "x\n", metadata={"modified": iso(T0)}, token=tokens.writer)
     assert refused.status == "bad-request" and "`modified` is reserved" in refused.text
     assert not service.store.is_document("/a.md")
+
+
+async def test_a_trusted_service_not_asked_to_date_versions_refuses_the_key(tmp_path: Path):
+    (tmp_path / "store").mkdir()
+    service = Service.open(tmp_path / "store", trusted=True)  # e.g. demarkus mcp --root
+    try:
+        refused = await service.publish("/a.md", "x\n", metadata={"modified": iso(T0)})
+        assert refused.status == "bad-request" and "`modified` is reserved" in refused.text
+    finally:
+        service.close()

@@ -44,7 +44,7 @@ def run_import(
     try:
         if root is not None:
             root.mkdir(parents=True, exist_ok=True)
-            service = Service.open(root, trusted=True)
+            service = Service.open(root, trusted=True, dates_versions=True)
             try:
                 with service.deferred_index():
                     summary = asyncio.run(_imported(source, Target(service, dates_versions=True), archive_missing))
