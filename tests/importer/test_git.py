@@ -16,6 +16,8 @@ from demarkus.importer.command import run_import
 from demarkus.render import format_time
 from demarkus.service import Service
 
+from .test_folder import tree_state
+
 T0 = 1_700_000_000  # 2023-11-14T22:13:20Z
 
 
@@ -92,7 +94,9 @@ def test_each_commit_becomes_a_version_following_renames_with_times_and_authors(
     c5 = commit(repo, "dated before its parent", T0 + 50, **{"renamed.md": "---\ntitle: A\n---\nfour\n"})
     (repo / "notes" / "renamed.md").write_text("---\ntitle: A\n---\nfive, not committed\n")
     before = datetime.now(UTC).replace(microsecond=0)
+    tree = tree_state(repo)
     second = run(repo / "notes", root, archive_missing=True)
+    assert tree_state(repo) == tree, "the repository was changed"
     assert second.ok, second.lines()
     assert {r.path: r.outcome for r in second.results} == {
         "/renamed.md": Outcome.CREATED,
