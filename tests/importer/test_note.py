@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from demarkus.errors import BadRequestError
 from demarkus.importer import document_path, parse_note
@@ -136,3 +138,23 @@ def test_map_metadata_merges_an_alias_with_its_rel_key_once():
     assert map_metadata({"supersedes": "a.md", "rel-supersedes": ["a.md", "b.md"]}, lambda r: r) == {
         "rel-supersedes": "a.md, b.md"
     }
+
+
+@given(st.text())
+def test_text_without_an_opening_block_is_its_own_body(text: str):
+    text = text.removeprefix("\ufeff")
+    if text.startswith("---"):
+        text = "x" + text
+    parts = split_frontmatter(text)
+    assert parts.block is None and parts.body == text
+
+
+_WORD = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-", min_size=1, max_size=12).filter(
+    lambda w: not w.startswith("-")
+)
+
+
+@given(st.lists(_WORD, min_size=1, max_size=6), st.booleans())
+def test_tags_read_back_in_order_whichever_shape_they_were_written_in(tags: list[str], as_list: bool):
+    written = "[" + ", ".join(f'"{t}"' for t in tags) + "]" if as_list else '"' + ", ".join(tags) + '"'
+    assert note(f"---\ntags: {written}\n---\nbody\n")["tags"] == ",".join(tags)
