@@ -175,3 +175,17 @@ def test_git_outside_a_repository_says_what_to_do(tmp_path: Path, monkeypatch: p
 
     with pytest.raises(ConfigError, match="not inside a git repository.*without --git"):
         run(plain, tmp_path / "store")
+
+
+def test_histories_run_ahead_and_files_skipped_in_between_cost_nothing_wrong(repo: Path):
+    first = commit(repo, "three files", T0, **{"a.md": "a\n", "b.md": "b\n", "c.md": "c\n"})
+    second = commit(repo, "edit c", T0 + 1, **{"c.md": "c2\n"})
+    from demarkus.importer import GitHistory
+
+    files = [repo / "notes" / name for name in ("a.md", "b.md", "c.md")]
+    with GitHistory(repo, ahead=2) as history:
+        history.expect(files)
+        assert [r.commit for r in history.revisions(files[2])] == [first, second]  # a and b were refused
+        assert [r.commit for r in history.revisions(files[0])] == [first]
+        assert [r.path for r in history.revisions(files[1])] == ["notes/b.md"]
+        assert history.read(history.revisions(files[2])[0]) == b"c\n"

@@ -128,6 +128,8 @@ async def import_folder(
         reason = "a symbolic link that leads out of the folder; copy the file in instead"
         results.append(FileResult(relative, "", Outcome.REFUSED, problems=(reason,)))
     results.extend(FileResult(relative, "", Outcome.SKIPPED) for relative in scan.skipped)
+    if source.history is not None:
+        source.history.expect(source.folder / relative for relative in scan.files)
     for relative in scan.files:
         results.append(await import_file(source, target, relative))
         if progress is not None:

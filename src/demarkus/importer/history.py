@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,6 +32,8 @@ GIT_TIME = "git-time"
 GIT_BASE = "git-base"
 """On a version taken from the working tree: the commit its edits sit on."""
 GIT_KEYS = (GIT_COMMIT, GIT_AUTHOR, GIT_TIME, GIT_BASE)
+AHEAD = 8
+"""Files whose `git log` may run before their turn (bounded: each holds one log's output)."""
 TIMEOUT = 120.0
 """Seconds one `git log` may take; a history that long is not a note's."""
 _RECORD = "\x1e"
@@ -87,11 +91,23 @@ def find_repository(folder: Path) -> Path:
 
 
 class GitHistory:
-    """Histories of files in one repository; close it (or use `with`) to stop `git cat-file`."""
+    """Histories of files in one repository; close it (or use `with`) to stop `git cat-file`
+    and the threads that run `git log` ahead."""
 
-    def __init__(self, top: Path) -> None:
+    def __init__(self, top: Path, *, ahead: int = AHEAD) -> None:
         self.top = top
         self._reader: subprocess.Popen[bytes] | None = None
+        self._ahead = ahead
+        self._expected: deque[Path] = deque()
+        self._running: dict[Path, Future[list[Revision]]] = {}
+        self._pool: ThreadPoolExecutor | None = None
+
+    def expect(self, files: Iterable[Path]) -> None:
+        """Files whose histories will be asked for, in this order: their `git log` runs
+        up to `ahead` files early on two threads, while the store writes the versions
+        of the file before (a `git log` is a process start; a write waits on fsync)."""
+        self._expected.extend(files)
+        self._top_up()
 
     def __enter__(self) -> GitHistory:
         return self
@@ -100,6 +116,11 @@ class GitHistory:
         self.close()
 
     def close(self) -> None:
+        self._expected.clear()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+        self._running.clear()
         if self._reader is not None:
             reader, self._reader = self._reader, None
             assert reader.stdin is not None and reader.stdout is not None
@@ -114,6 +135,22 @@ class GitHistory:
         Raises:
             BadRequestError: git refused (the message carries its words).
         """
+        running = None
+        while file in self._running:  # files asked for earlier were refused: drop theirs
+            earlier = next(iter(self._running))
+            running = self._running.pop(earlier)
+        self._top_up()
+        return running.result() if running is not None else self._log(file)
+
+    def _top_up(self) -> None:
+        while self._expected and len(self._running) < self._ahead:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(2, thread_name_prefix="demarkus-git-log")
+            file = self._expected.popleft()
+            if file not in self._running:
+                self._running[file] = self._pool.submit(self._log, file)
+
+    def _log(self, file: Path) -> list[Revision]:
         relative = file.resolve().relative_to(self.top.resolve()).as_posix()
         done = _git(self.top, ["log", "--follow", "--name-status", "-z", _FORMAT, "--", relative])
         if done.returncode != 0:
