@@ -221,6 +221,10 @@ def _git(where: Path, args: list[str]) -> subprocess.CompletedProcess[bytes]:
         )
     except FileNotFoundError:
         raise ConfigError("the `git` command is not installed; install git or import without --git") from None
+    except subprocess.TimeoutExpired:
+        raise BadRequestError(
+            f"git {args[0]} took longer than {TIMEOUT:.0f} s; import this file without --git"
+        ) from None
 
 
 def _parse_log(text: str) -> list[Revision]:
