@@ -4,6 +4,7 @@ chain, and an incremental re-import after one more commit."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 from datetime import UTC, datetime
@@ -16,7 +17,7 @@ from demarkus.importer.command import run_import
 from demarkus.render import format_time
 from demarkus.service import Service
 
-from .test_folder import tree_state
+from .test_folder import tool_texts, tree_state
 
 T0 = 1_700_000_000  # 2023-11-14T22:13:20Z
 
@@ -125,6 +126,14 @@ def test_each_commit_becomes_a_version_following_renames_with_times_and_authors(
     # the commit dated before its parent takes its parent's time: times never go backwards
     assert [int(t.timestamp()) for t in times[:5]] == [T0, T0 + 100, T0 + 200, T0 + 300, T0 + 300]
     assert times[5] >= before  # the working tree: the store's own clock
+
+    listed, old = asyncio.run(
+        tool_texts(root, [("mark_versions", {"url": "/renamed.md"}), ("mark_fetch", {"url": "/renamed.md/v2"})])
+    )
+    assert "total: 6\ncurrent: 6\nchain-valid: true\n" in listed
+    assert "- [v1](/renamed.md/v1) - 2023-11-14T22:13:20Z\n" in listed
+    assert "- [v4](/renamed.md/v4) - 2023-11-14T22:18:20Z\n" in listed
+    assert old.endswith("one two\n")
 
     c6 = commit(repo, "commit the edit", T0 + 400, **{"renamed.md": "---\ntitle: A\n---\nfive, not committed\n"})
     c7 = commit(repo, "and one more", T0 + 500, **{"renamed.md": "---\ntitle: A\ntags: [x]\n---\nsix\n"})
