@@ -569,6 +569,75 @@ def world_load(
     click.echo(_run(go()), err=True)
 
 
+# --- import -----------------------------------------------------------------------------
+
+
+def _import_prefix(target: str | None, prefix: str | None) -> str:
+    """The document folder: --prefix, or the path of a mark:// target."""
+    from .protocol import canonical_path
+
+    where = parse_mark_url(target).path if target else "/"
+    if prefix is not None and where not in ("", "/") and canonical_path(prefix) != canonical_path(where):
+        raise click.UsageError(f"the target names {where} and --prefix names {prefix}; give the folder once")
+    return canonical_path(prefix or where or "/")
+
+
+@main.command(name="import")
+@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("target", required=False)
+@click.option("--root", type=click.Path(file_okay=False, path_type=Path), help="A local store (created if missing).")
+@click.option("--prefix", help="Document folder to import under, e.g. /notes (default /).")
+@click.option("--git", "use_git", is_flag=True, help="Each commit that changed a file becomes a version.")
+@click.option("--archive-missing", is_flag=True, help="Archive documents under the prefix whose file is gone.")
+@click.option(
+    "--authority",
+    default=LOCAL_AUTHORITY,
+    show_default=True,
+    help="Identity of a local store for its relation graph (as demarkus mcp --authority).",
+)
+@click.option("--token", envvar="DEMARKUS_AUTH", help="Publish token for a mark:// target (or DEMARKUS_AUTH).")
+@click.option("--ca", type=click.Path(exists=True, path_type=Path))
+@click.option("--insecure", is_flag=True)
+@_guard
+def import_command(
+    folder: Path,
+    target: str | None,
+    root: Path | None,
+    prefix: str | None,
+    use_git: bool,
+    archive_missing: bool,
+    authority: str,
+    token: str | None,
+    ca: Path | None,
+    insecure: bool,
+) -> None:
+    """Import every *.md file under FOLDER into a store (--root STORE) or an authority
+    (TARGET mark://host[:port]/ with --token); the folder is only read. Prints a summary;
+    exits 1 when a file was refused."""
+    from .importer.command import run_import
+
+    if (root is None) == (target is None):
+        raise click.UsageError("give exactly one of --root STORE or a mark://host[:port]/ target")
+    if target is not None and not target.startswith("mark://"):
+        raise click.UsageError(f"{target} is not a mark:// URL; pass --root STORE to use a local store")
+    summary = run_import(
+        folder,
+        root=root,
+        url=target,
+        prefix=_import_prefix(target, prefix),
+        use_git=use_git,
+        archive_missing=archive_missing,
+        authority=parse_mark_url(authority).authority,
+        token=token,
+        ca=ca,
+        insecure=insecure,
+    )
+    for line in summary.lines():
+        click.echo(line)
+    if not summary.ok:
+        sys.exit(1)
+
+
 # --- demo (the main job) ----------------------------------------------------------------
 
 

@@ -98,6 +98,20 @@ def _parse_expected(value: str | None, *, required: bool) -> int | None:
     return number
 
 
+def _parse_modified(value: str) -> datetime:
+    """The version time a trusted publisher gives (an import of older history).
+
+    Only the store's owner may date a version, through a service opened with
+    `dates_versions`: from anyone else `modified` stays a reserved key and is refused. The store keeps it between the previous version's time
+    and now.
+    """
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise BadRequestError(f"modified `{value[:40]}` is not RFC 3339; write e.g. 2026-01-31T12:00:00Z") from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
 INDEX_FILE = ".demarkus/index.sqlite"
 
 
@@ -128,10 +142,14 @@ class Service(VerbMethods):
         index: Index | None = None,
         writable: bool = True,
         owner: StoreOwner | None = None,
+        dates_versions: bool = False,
     ) -> None:
         self.store = store
         self.authorizer = authorizer or Authorizer(None)
         self.trusted = trusted
+        self.dates_versions = trusted and dates_versions
+        """Take a publisher's `modified` as the version's time (an import of older history
+        by the store's owner); only a trusted service does, and only when asked to."""
         self.clock = clock
         self.catalog = Catalog()
         self.index = index
@@ -149,7 +167,15 @@ class Service(VerbMethods):
             self._refresh_catalog(path)
 
     @classmethod
-    def open(cls, root: Path, *, tokens: Path | None = None, trusted: bool = False, writable: bool = True) -> Service:
+    def open(
+        cls,
+        root: Path,
+        *,
+        tokens: Path | None = None,
+        trusted: bool = False,
+        writable: bool = True,
+        dates_versions: bool = False,
+    ) -> Service:
         """A service over a store directory, with its section index in `root/.demarkus/`.
 
         A writable service claims the store (see `store.owner`); a read-only one leaves
@@ -179,7 +205,15 @@ class Service(VerbMethods):
             if owner is not None:
                 owner.release()
             raise
-        return cls(store, authorizer, trusted=trusted, index=index, writable=writable, owner=owner)
+        return cls(
+            store,
+            authorizer,
+            trusted=trusted,
+            index=index,
+            writable=writable,
+            owner=owner,
+            dates_versions=dates_versions,
+        )
 
     def close(self) -> None:
         self._workers.shutdown(wait=True)
@@ -496,11 +530,13 @@ class Service(VerbMethods):
             raise BadRequestError(f"{path} is reserved for content-hash reads; publish under another name")
         self._check_write(token, path)
         expected = _parse_expected(request.metadata.get("expected-version"), required=False)
-        meta = validate_publisher_metadata(publisher_metadata(request.metadata))
+        given = dict(publisher_metadata(request.metadata))
+        modified = _parse_modified(given.pop("modified")) if self.dates_versions and "modified" in given else None
+        meta = validate_publisher_metadata(given)
         with self._lock:
             if not request.body:
                 return self._publish_empty(path)
-            result = self.store.write(path, request.body, meta, expected)
+            result = self.store.write(path, request.body, meta, expected, modified=modified)
             indexed = self._refresh(path) if result.changed else path not in self._behind
         status = Status.CREATED if result.changed else Status.OK
         return self._written(status, result.document, indexed)

@@ -14,6 +14,7 @@ import logging
 import os
 import re
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -245,11 +246,16 @@ class FileStore:
         body: bytes,
         metadata: Mapping[str, str],
         expected_version: int | None = None,
+        *,
+        modified: datetime | None = None,
     ) -> WriteResult:
         """Store a new version unless body and metadata equal the current version's.
 
         `expected_version`: None skips the check, 0 means create-only, N must be current.
         A flat file at the path counts as the next version: it is migrated before the write.
+        `modified`: the version's time when it is not now (an import of older history);
+        it is kept between the previous version's time and now, so times never go
+        backwards and never lie in the future.
 
         Raises:
             BadRequestError: bad path, body or metadata.
@@ -286,7 +292,7 @@ class FileStore:
             previous_hash = sha256_tag(previous.raw) if previous else None
             raw = serialize_version(VersionFile(number, False, previous_hash, metadata, body))
             try:
-                layout.create_version(loc, number, raw)
+                layout.create_version(loc, number, raw, _version_time(modified, previous))
             except FileExistsError:
                 # Only a writer outside this lock (another program) can get here; its
                 # version is kept and the chain stays valid.
@@ -463,6 +469,16 @@ def _highest_after(loc: Location, current: int) -> int:
     while os.path.lexists(loc.version_file(highest + 1)):
         highest += 1
     return highest
+
+
+def _version_time(modified: datetime | None, previous: StoredVersion | None) -> int | None:
+    """Whole seconds for a version stamped `modified`, clamped to [previous, now]."""
+    if modified is None:
+        return None
+    seconds = int(modified.timestamp())
+    if previous is not None:
+        seconds = max(seconds, int(previous.modified.timestamp()))
+    return min(seconds, int(time.time()))
 
 
 def _current_or_zero(loc: Location) -> int:

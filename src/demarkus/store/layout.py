@@ -69,17 +69,7 @@ def locate(root: Path, path: str) -> Location:
         BadRequestError: a malformed path or a reserved segment.
         NotFoundError: the path leaves the root (`..` or a planted symlink).
     """
-    protocol.canonical_path(path)
-    segments = [s for s in path.split("/") if s]
-    for segment in segments:
-        if segment.startswith("."):
-            raise BadRequestError(f"`{path}` has a segment starting with `.`; hidden names are not stored")
-        if segment == VERSIONS:
-            raise BadRequestError(
-                f"`{path}` uses `versions` as a name, which is reserved for version history; choose another name"
-            )
-        if len(segment.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
-            raise BadRequestError(f"a segment of `{path[:80]}` is longer than {MAX_NAME_BYTES} bytes; shorten it")
+    segments = check_segments(path)
     directory = root
     for segment in segments[:-1]:
         directory = directory / segment
@@ -94,6 +84,28 @@ def locate(root: Path, path: str) -> Location:
         if not stat.S_ISDIR(mode):
             raise NotFoundError(f"`{path}` is not found: `{segment}` is not a directory")
     return Location("/" + "/".join(segments), directory, segments[-1] if segments else "")
+
+
+def check_segments(path: str) -> list[str]:
+    """The path's segments once it is a name the store can hold: canonical, no hidden
+    names, no `versions`, no segment over `MAX_NAME_BYTES`. Pure (no disk access).
+
+    Raises:
+        BadRequestError: a malformed path or a reserved segment.
+        NotFoundError: a `..` segment.
+    """
+    protocol.canonical_path(path)
+    segments = [s for s in path.split("/") if s]
+    for segment in segments:
+        if segment.startswith("."):
+            raise BadRequestError(f"`{path}` has a segment starting with `.`; hidden names are not stored")
+        if segment == VERSIONS:
+            raise BadRequestError(
+                f"`{path}` uses `versions` as a name, which is reserved for version history; choose another name"
+            )
+        if len(segment.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
+            raise BadRequestError(f"a segment of `{path[:80]}` is longer than {MAX_NAME_BYTES} bytes; shorten it")
+    return segments
 
 
 def current_link(loc: Location) -> tuple[int, bool]:
@@ -228,14 +240,18 @@ def write_temp(loc: Location, raw: bytes) -> Path:
     return temp
 
 
-def create_version(loc: Location, number: int, raw: bytes) -> None:
-    """Publish a whole version file; link(2) is the exclusive create.
+def create_version(loc: Location, number: int, raw: bytes, mtime: int | None = None) -> None:
+    """Publish a whole version file; link(2) is the exclusive create. `mtime` (seconds
+    since the epoch) is the version's time when it is not now: set on the temp file, so
+    the version appears with it.
 
     Raises:
         FileExistsError: that version already exists (another writer won it).
     """
     temp = write_temp(loc, raw)
     try:
+        if mtime is not None:
+            os.utime(temp, (mtime, mtime), follow_symlinks=False)
         os.link(temp, loc.version_file(number))
     finally:
         os.unlink(temp)

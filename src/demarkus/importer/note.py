@@ -1,0 +1,148 @@
+"""One markdown file of a user's folder as a document: its path in the store, its body
+without frontmatter and its publisher metadata. `parse_note` is pure; `read_note` reads
+the file (never through a symlink) and nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+
+from ..errors import BadRequestError
+from ..markdown.frontmatter import first_heading, map_metadata, parse_frontmatter, split_frontmatter
+from ..markdown.links import resolve_target
+from ..protocol import MAX_BODY, MAX_METADATA, validate_publisher_metadata
+from ..store.layout import check_segments
+
+__all__ = ["MAX_FILE", "Note", "document_path", "parse_note", "read_note", "shown"]
+
+MAX_FILE = MAX_BODY + MAX_METADATA
+"""Bytes read from one file at most: a body at the limit plus a frontmatter block."""
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """What one version of a file becomes: a document path, a body and metadata."""
+
+    path: str
+    body: bytes
+    metadata: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+
+def shown(relative: str) -> str:
+    """A file name fit to print, even when it is not valid UTF-8."""
+    return relative.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def document_path(relative: str, prefix: str) -> str:
+    """The document path for a file at `relative` (a `/`-separated path inside the
+    folder) under `prefix`.
+
+    Raises:
+        BadRequestError: the name cannot be a document path (not UTF-8, hidden, a
+            `versions` folder, too long or too deep); the message says what to rename.
+    """
+    try:
+        relative.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadRequestError("the file name is not valid UTF-8; rename the file") from None
+    path = prefix.rstrip("/") + "/" + relative
+    try:
+        return "/" + "/".join(check_segments(path))
+    except BadRequestError as exc:
+        raise BadRequestError(f"the file name cannot be a document path: {exc}") from None
+
+
+def parse_note(raw: bytes, path: str, extra: Mapping[str, str] | None = None) -> Note:
+    """The note at document path `path` from the file's bytes; `extra` metadata (git's)
+    is added after the frontmatter's. A note without a title takes its first H1.
+
+    Raises:
+        BadRequestError: not UTF-8, too large, bad frontmatter, no text, or metadata the
+            rules refuse; the message says what to fix.
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadRequestError(
+            f"the file is not valid UTF-8 (byte {exc.start}); save it as UTF-8 and import again"
+        ) from None
+    parts = split_frontmatter(text)
+    fields = parse_frontmatter(parts.block) if parts.block is not None else {}
+    metadata = map_metadata(fields, lambda reference: _resolve(path, reference))
+    body = parts.body.encode("utf-8")
+    if len(body) > MAX_BODY:
+        raise BadRequestError(
+            f"the body is {len(body)} bytes; a document holds at most {MAX_BODY} (1 MiB); split the file"
+        )
+    if not body.strip():
+        raise BadRequestError("the file has no text besides its frontmatter; add text, or move it out of the folder")
+    if "title" not in metadata:
+        heading = first_heading(body)
+        if heading:
+            metadata["title"] = heading
+    metadata.update(extra or {})
+    try:
+        checked = validate_publisher_metadata(metadata)
+    except BadRequestError as exc:
+        raise BadRequestError(f"frontmatter: {exc}") from None
+    return Note(path=path, body=body, metadata=MappingProxyType(checked))
+
+
+def read_note(folder: Path, relative: str, prefix: str) -> Note:
+    """Read the file at `relative` inside `folder` as the note it holds.
+
+    Raises:
+        BadRequestError: the file is a symlink or not a regular file, is too large, or
+            `parse_note` refuses it.
+    """
+    path = document_path(relative, prefix)
+    return parse_note(read_file(folder / relative), path)
+
+
+def read_file(file: Path) -> bytes:
+    """The bytes of a regular file, at most `MAX_FILE`, never through a symlink.
+
+    Raises:
+        BadRequestError: a symlink, not a regular file, or too large.
+    """
+    try:
+        fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as exc:
+        if os.path.islink(file):
+            raise BadRequestError("the file is a symbolic link; symlinks are not followed") from None
+        raise BadRequestError(f"the file cannot be read ({exc.strerror or exc})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise BadRequestError("not a regular file; only markdown files are imported")
+        if st.st_size > MAX_FILE:
+            raise BadRequestError(
+                f"the file is {st.st_size} bytes; a document holds at most {MAX_BODY} (1 MiB); split the file"
+            )
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(MAX_FILE + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_FILE:
+        raise BadRequestError(f"the file grew past {MAX_FILE} bytes while it was read; split it")
+    return data
+
+
+def _resolve(path: str, reference: str) -> str:
+    """A relation reference written as a relative file path (`../b.md`, `b.md#api`)
+    becomes the imported document's path; anything else stays as written (absolute
+    paths are document paths already, and bad references are reported when read)."""
+    if reference.startswith(("/", "#")) or "://" in reference or any(ch.isspace() for ch in reference):
+        return reference
+    try:
+        target = resolve_target(path, reference)
+    except BadRequestError:
+        return reference
+    if target.external or target.authority is not None:
+        return reference
+    return target.target + (f"#{target.fragment}" if target.fragment else "")

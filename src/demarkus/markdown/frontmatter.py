@@ -1,0 +1,152 @@
+"""YAML frontmatter of a user's note, turned into publisher metadata. Pure.
+
+A note may open with a `---` block; the block becomes metadata and leaves the body::
+
+    ---
+    title: Segment log
+    tags: [storage, adr]           # or "storage, adr"
+    supersedes: ../adr/0002.md     # an alias of rel-supersedes; a string or a list
+    rel-depends-on: [a.md, b.md]
+    owner: ops                     # any other scalar key the metadata rules allow
+    ---
+
+Every value is read as text (PyYAML's base loader constructs no objects, so `date:
+2026-01-31` and `draft: yes` stay as written). Lists become comma-separated values, the
+form `tags` and `rel-*` take everywhere else; a nested mapping is refused.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import yaml
+
+from ..errors import BadRequestError
+from .relations import REL_PREFIX
+from .sections import parse_outline
+
+try:  # the C loader when libyaml is there; the same rules either way
+    from yaml import CBaseLoader as _Loader
+except ImportError:  # pragma: no cover - depends on the wheel
+    from yaml import BaseLoader as _Loader  # type: ignore[assignment]
+
+__all__ = ["RELATION_ALIASES", "Frontmatter", "first_heading", "map_metadata", "parse_frontmatter", "split_frontmatter"]
+
+RELATION_ALIASES = frozenset({"supersedes", "superseded-by", "depends-on", "implements", "derived-from", "related"})
+"""Frontmatter keys read as `rel-<key>` (the predicates frozen worlds use)."""
+
+_OPEN = re.compile(r"---[ \t]*\r?\n")
+_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.MULTILINE)
+_LEADING_BLANK = re.compile(r"(?:[ \t]*\r?\n)+")
+
+
+@dataclass(frozen=True, slots=True)
+class Frontmatter:
+    """A note split in two: the YAML block (None when there is none) and the body after it."""
+
+    block: str | None
+    body: str
+
+
+def split_frontmatter(text: str) -> Frontmatter:
+    """Split a leading `---` block (closed by `---` or `...`) from the body; the blank
+    lines right after the block go with it. A leading byte-order mark is dropped.
+
+    Raises:
+        BadRequestError: the block is opened but never closed.
+    """
+    text = text.removeprefix("\ufeff")
+    opened = _OPEN.match(text)
+    if opened is None:
+        return Frontmatter(None, text)
+    closed = _CLOSE.search(text, opened.end())
+    if closed is None:
+        raise BadRequestError(
+            "the note opens a frontmatter block with `---` but never closes it; "
+            "add a closing `---` line after the last key"
+        )
+    rest = text[closed.end() :]
+    blank = _LEADING_BLANK.match(rest)
+    return Frontmatter(text[opened.end() : closed.start()], rest[blank.end() :] if blank else rest)
+
+
+def parse_frontmatter(block: str) -> dict[str, object]:
+    """The block as a mapping of keys to strings, lists or mappings (all leaves text).
+
+    Raises:
+        BadRequestError: not valid YAML, or not a mapping of keys to values.
+    """
+    try:
+        loaded = yaml.load(block, Loader=_Loader)  # the base loader builds no objects: safe
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f" at line {mark.line + 2} of the file, column {mark.column + 1}" if mark is not None else ""
+        raise BadRequestError(
+            f"the frontmatter is not valid YAML{where} ({exc.problem or exc}); fix it (quote values that contain `: `)"
+        ) from None
+    except (yaml.YAMLError, TypeError) as exc:
+        raise BadRequestError(f"the frontmatter is not valid YAML ({exc}); fix it") from None
+    if loaded is None or loaded == "":
+        return {}
+    if not isinstance(loaded, dict):
+        raise BadRequestError("the frontmatter must be `key: value` lines; it holds a single value or a list")
+    return {str(key): value for key, value in loaded.items()}
+
+
+def map_metadata(fields: Mapping[str, object], resolve: Callable[[str], str]) -> dict[str, str]:
+    """Publisher metadata from frontmatter fields: `title`, `tags` (a list or a comma
+    string), `rel-*` keys and their aliases (each reference passed through `resolve`),
+    and every other key as text. Empty values are dropped. The keys are not checked
+    against the metadata rules here; the caller does that once, for the whole document.
+
+    Raises:
+        BadRequestError: a value is a mapping, or a list holds a list or a mapping.
+    """
+    out: dict[str, str] = {}
+    relations: dict[str, list[str]] = {}
+    for key in sorted(fields):
+        value = fields[key]
+        if key in RELATION_ALIASES or key.startswith(REL_PREFIX):
+            name = key if key.startswith(REL_PREFIX) else REL_PREFIX + key
+            references = [resolve(r) for r in _pieces(key, value)]
+            relations.setdefault(name, [])
+            relations[name].extend(r for r in references if r not in relations[name])
+            continue
+        if key == "tags":
+            text = ",".join(_pieces(key, value))
+        else:
+            text = ", ".join(_pieces(key, value)) if isinstance(value, list) else _scalar(key, value)
+        if text:
+            out[key] = text
+    for name, references in relations.items():
+        if references:
+            out[name] = ", ".join(references)
+    return out
+
+
+def first_heading(body: bytes) -> str | None:
+    """The text of the first level-1 heading (outside code blocks), if any."""
+    for section in parse_outline(body).sections:
+        if section.level == 1 and section.title.strip():
+            return section.title.strip()
+    return None
+
+
+def _pieces(key: str, value: object) -> list[str]:
+    """A list's items, or a comma string's pieces, trimmed and without empty ones."""
+    if isinstance(value, list):
+        items = [_scalar(key, item) for item in value]
+    else:
+        items = _scalar(key, value).split(",")
+    return [item.strip() for item in items if item.strip()]
+
+
+def _scalar(key: str, value: object) -> str:
+    if isinstance(value, str):
+        return value.strip()
+    kind = "a list inside a list" if isinstance(value, list) else "a mapping"
+    raise BadRequestError(
+        f"frontmatter key `{key}` holds {kind}; metadata values are text or a list of text: flatten it or remove it"
+    )

@@ -1,0 +1,251 @@
+"""A generated folder imported into a real store; relations read back through the MCP
+tools (in-memory client), idempotence, edits, archive-missing and the folder untouched."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+from mcp import Client as MCPClient
+
+from demarkus.graph import GraphStore
+from demarkus.importer import Outcome, Summary
+from demarkus.importer.command import run_import
+from demarkus.mcp.server import LocalResolver, build_server, default_graph_path
+from demarkus.mcp.tools import Tools
+from demarkus.service import Service
+
+from ..conftest import call
+
+AUTHORITY = "mark://notes.test"
+GOOD = {
+    "adr/0001-log.md": (
+        "---\n"
+        "title: Segment log\n"
+        "tags: [storage, adr]\n"
+        "superseded-by: 0002-replicated.md\n"
+        "owner: storage-team\n"
+        "---\n\n"
+        "# Segment log\n\nAppend-only segments. See [the overview](../overview.md).\n"
+    ),
+    "adr/0002-replicated.md": (
+        "---\n"
+        "tags: 'storage, replication'\n"
+        "supersedes: [0001-log.md]\n"
+        "depends-on: ../overview.md, ../specs/wire.md#framing\n"
+        "implements: [../specs/wire.md]\n"
+        "derived-from: 0001-log.md\n"
+        "related: [../overview.md]\n"
+        "rel-reviewed-by: ../people/ann.md\n"
+        "---\n"
+        "# Replicated segment log\n\nSegments are copied to followers.\n"
+    ),
+    "overview.md": "# Overview\n\nStart at [the log](adr/0001-log.md) and [its successor](adr/0002-replicated.md).\n",
+    "specs/wire.md": "---\nrel-related: ../overview.md\n---\n# Wire\n\n## Framing\n\nLength-prefixed frames.\n",
+    "people/ann.md": "No heading here, just text.\n",
+}
+BAD = {
+    "bad-yaml.md": ("---\ntitle: [unclosed\n---\nbody\n", "not valid YAML"),
+    "reserved-key.md": ("---\nstatus: draft\n---\nbody\n", "`status` is reserved"),
+    "unclosed.md": ("---\ntitle: A\nbody\n", "never closes it"),
+    "empty-body.md": ("---\ntitle: A\n---\n", "no text besides its frontmatter"),
+    "versions/in-reserved-folder.md": ("# x\n", "reserved for version history"),
+    ".hidden.md": ("# x\n", "hidden names"),
+}
+
+
+def tree_state(folder: Path) -> dict[str, tuple[int, int, str]]:
+    """(mode, mtime_ns, sha256 of bytes or link target) of every entry, never followed."""
+    state = {}
+    for here, dirs, names in os.walk(folder):
+        for name in [*dirs, *names]:
+            path = Path(here) / name
+            st = os.lstat(path)
+            if path.is_symlink():
+                content = os.readlink(path)
+            elif path.is_file():
+                content = hashlib.sha256(path.read_bytes()).hexdigest()
+            else:
+                content = ""
+            state[path.relative_to(folder).as_posix()] = (st.st_mode, st.st_mtime_ns, content)
+    return state
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    top = tmp_path / "notes"
+    for relative, text in GOOD.items():
+        (top / relative).parent.mkdir(parents=True, exist_ok=True)
+        (top / relative).write_text(text, encoding="utf-8")
+    for relative, (text, _reason) in BAD.items():
+        (top / relative).parent.mkdir(parents=True, exist_ok=True)
+        (top / relative).write_text(text, encoding="utf-8")
+    (top / "latin1.md").write_bytes(b"caf\xe9\n")
+    (top / "huge.md").write_bytes(b"# Huge\n" + b"x" * (1024 * 1024))
+    outside = tmp_path / "outside.md"
+    outside.write_text("# Outside\n")
+    (top / "escape.md").symlink_to(outside)
+    (top / "alias.md").symlink_to(top / "overview.md")
+    (top / "notes.txt").write_text("not markdown\n")
+    (top / ".obsidian").mkdir()
+    (top / ".obsidian" / "cache.md").write_text("# internal\n")
+    return top
+
+
+def run(folder: Path, root: Path, **options: object) -> Summary:
+    settings: dict[str, object] = {"prefix": "/kb", "use_git": False, "archive_missing": False, "authority": AUTHORITY}
+    settings.update(options)
+    return run_import(folder, root=root, url=None, **settings)  # type: ignore[arg-type]
+
+
+def refused(summary: Summary) -> dict[str, str]:
+    return {r.relative: r.problems[0] for r in summary.refused}
+
+
+def test_a_folder_becomes_documents_with_metadata_and_bad_files_are_refused(folder: Path, tmp_path: Path):
+    before = tree_state(folder)
+    summary = run(folder, tmp_path / "store")
+    assert tree_state(folder) == before, "the folder was changed"
+    assert summary.count(Outcome.CREATED) == len(GOOD)
+    assert summary.count(Outcome.SKIPPED) == 1  # alias.md, a symlink inside the folder
+    reasons = refused(summary)
+    assert set(reasons) == {*BAD, "latin1.md", "huge.md", "escape.md"}
+    for relative, (_text, fragment) in BAD.items():
+        assert fragment in reasons[relative], reasons[relative]
+    assert "not valid UTF-8" in reasons["latin1.md"]
+    assert "at most 1048576" in reasons["huge.md"]
+    assert "leads out of the folder" in reasons["escape.md"]
+    assert not summary.ok
+    lines = summary.lines()
+    assert lines[0] == "5 created, 0 updated, 0 unchanged, 0 archived, 1 skipped, 9 refused; 5 versions added"
+    assert "refused latin1.md: the file is not valid UTF-8 (byte 3); save it as UTF-8 and import again" in lines
+
+    service = Service.open(tmp_path / "store", writable=False)
+    try:
+        assert service.store.documents() == sorted("/kb/" + r for r in GOOD)
+        log = service.store.read("/kb/adr/0001-log.md")
+        assert dict(log.metadata) == {
+            "title": "Segment log",
+            "tags": "storage,adr",
+            "rel-superseded-by": "/kb/adr/0002-replicated.md",
+            "owner": "storage-team",
+        }
+        assert log.body == b"# Segment log\n\nAppend-only segments. See [the overview](../overview.md).\n"
+        replicated = service.store.read("/kb/adr/0002-replicated.md")
+        assert dict(replicated.metadata) == {
+            "title": "Replicated segment log",
+            "tags": "storage,replication",
+            "rel-supersedes": "/kb/adr/0001-log.md",
+            "rel-depends-on": "/kb/overview.md, /kb/specs/wire.md#framing",
+            "rel-implements": "/kb/specs/wire.md",
+            "rel-derived-from": "/kb/adr/0001-log.md",
+            "rel-related": "/kb/overview.md",
+            "rel-reviewed-by": "/kb/people/ann.md",
+        }
+        assert not replicated.body.startswith(b"---")
+        assert dict(service.store.read("/kb/people/ann.md").metadata) == {}
+        assert service.store.read("/kb/specs/wire.md").metadata["title"] == "Wire"
+        for relative in GOOD:
+            assert [v.version for v in service.store.versions("/kb/" + relative)] == [1]
+    finally:
+        service.close()
+
+
+async def tool_texts(root: Path, calls: list[tuple[str, dict[str, object]]]) -> list[str]:
+    service = Service.open(root, writable=False)
+    graph = GraphStore(default_graph_path(root, AUTHORITY))
+    try:
+        tools = Tools(LocalResolver(service, AUTHORITY, graph))
+        async with MCPClient(build_server(lambda: tools)) as client:
+            texts = []
+            for tool, arguments in calls:
+                text, is_error = await call(client, tool, **arguments)
+                assert not is_error, text
+                texts.append(text)
+            return texts
+    finally:
+        graph.close()
+        service.close()
+
+
+def test_relations_and_links_are_seen_by_backlinks_and_explore_without_reading_first(folder: Path, tmp_path: Path):
+    root = tmp_path / "store"
+    run(folder, root)
+    log_backlinks, wire_backlinks, explored = asyncio.run(
+        tool_texts(
+            root,
+            [
+                ("mark_backlinks", {"url": "/kb/adr/0001-log.md"}),
+                ("mark_backlinks", {"url": "/kb/specs/wire.md"}),
+                ("mark_explore", {"url": "/kb/adr/0001-log.md", "direction": "incoming"}),
+            ],
+        )
+    )
+    source = f"{AUTHORITY}/kb/adr/0002-replicated.md"
+    assert source in log_backlinks and "[supersedes]" in log_backlinks and "[derived-from]" in log_backlinks
+    assert f"{AUTHORITY}/kb/overview.md" in log_backlinks  # a body link
+    assert source in wire_backlinks and "[implements]" in wire_backlinks and "[depends-on]" in wire_backlinks
+    assert "incoming [supersedes]" in explored
+
+
+def test_a_second_run_changes_nothing_and_an_edit_makes_exactly_one_version(folder: Path, tmp_path: Path):
+    root = tmp_path / "store"
+    run(folder, root)
+    again = run(folder, root)
+    assert again.count(Outcome.UNCHANGED) == len(GOOD)
+    assert again.count(Outcome.CREATED) == again.count(Outcome.UPDATED) == again.versions == 0
+
+    (folder / "overview.md").write_text("# Overview\n\nRewritten.\n")
+    (folder / "specs" / "wire.md").write_text("---\nrel-related: ../overview.md\ntags: wire\n---\n# Wire\n")
+    edited = run(folder, root)
+    assert {r.relative for r in edited.results if r.outcome == Outcome.UPDATED} == {"overview.md", "specs/wire.md"}
+    assert edited.versions == 2
+    service = Service.open(root, writable=False)
+    try:
+        assert [v.version for v in service.store.versions("/kb/overview.md")] == [2, 1]
+        assert service.store.read("/kb/specs/wire.md").metadata["tags"] == "wire"
+        assert service.store.verify("/kb/overview.md") is None
+    finally:
+        service.close()
+    assert run(folder, root).versions == 0
+
+
+def test_archive_missing_archives_documents_whose_file_is_gone_and_a_return_restores(folder: Path, tmp_path: Path):
+    root = tmp_path / "store"
+    run(folder, root)
+    (folder / "people" / "ann.md").unlink()
+    kept = run(folder, root)  # without the flag nothing is archived
+    assert kept.count(Outcome.ARCHIVED) == 0
+    archived = run(folder, root, archive_missing=True)
+    assert [r.path for r in archived.results if r.outcome == Outcome.ARCHIVED] == ["/kb/people/ann.md"]
+    assert ", 1 archived," in archived.lines()[0]
+    assert run(folder, root, archive_missing=True).count(Outcome.ARCHIVED) == 0  # already archived
+
+    service = Service.open(root, writable=False)
+    try:
+        assert service.store.read("/kb/people/ann.md").archived
+        assert not service.store.read("/kb/overview.md").archived  # refused files keep theirs too
+    finally:
+        service.close()
+    (folder / "people" / "ann.md").write_text("Back again.\n")
+    restored = run(folder, root, archive_missing=True)
+    assert [r.relative for r in restored.results if r.outcome == Outcome.UPDATED] == ["people/ann.md"]
+    service = Service.open(root, writable=False)
+    try:
+        doc = service.store.read("/kb/people/ann.md")
+        assert not doc.archived and doc.body == b"Back again.\n" and doc.version == 2
+    finally:
+        service.close()
+
+
+def test_archive_missing_leaves_documents_outside_the_prefix_alone(folder: Path, tmp_path: Path):
+    root = tmp_path / "store"
+    run(folder, root)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "x.md").write_text("# X\n")
+    summary = run(other, root, prefix="/elsewhere", archive_missing=True)
+    assert summary.count(Outcome.CREATED) == 1 and summary.count(Outcome.ARCHIVED) == 0

@@ -1,0 +1,160 @@
+"""Frontmatter to metadata, and one file to one note: pure, no store."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from demarkus.errors import BadRequestError
+from demarkus.importer import document_path, parse_note
+from demarkus.markdown.frontmatter import map_metadata, parse_frontmatter, split_frontmatter
+
+
+def note(text: str, path: str = "/notes/dir/a.md") -> dict[str, str]:
+    return dict(parse_note(text.encode("utf-8"), path).metadata)
+
+
+def test_split_removes_the_block_and_the_blank_lines_after_it():
+    parts = split_frontmatter("\ufeff---\ntitle: A\n---\n\n\n# A\n\nbody\n")
+    assert parts.block == "title: A\n" and parts.body == "# A\n\nbody\n"
+    assert split_frontmatter("---\r\ntitle: A\r\n...\r\nbody\r\n").body == "body\r\n"
+    assert split_frontmatter("# no block\n---\n").block is None
+    assert split_frontmatter("---\n---\nbody").block == ""
+
+
+def test_an_unclosed_block_is_refused_with_the_fix():
+    with pytest.raises(BadRequestError, match="never closes it; add a closing `---`"):
+        split_frontmatter("---\ntitle: A\n# A\n")
+
+
+def test_values_stay_text_as_written():
+    assert parse_frontmatter("date: 2026-01-31\ndraft: yes\nn: 010\n") == {
+        "date": "2026-01-31",
+        "draft": "yes",
+        "n": "010",
+    }
+
+
+@pytest.mark.parametrize(
+    "block, fragment",
+    [
+        ("title: [open\n", "not valid YAML at line 3 of the file"),
+        ("- a\n- b\n", "must be `key: value` lines"),
+        ("a: b: c\n", "not valid YAML"),
+    ],
+)
+def test_bad_yaml_is_refused(block: str, fragment: str):
+    with pytest.raises(BadRequestError, match=fragment):
+        parse_frontmatter(block)
+
+
+def test_tags_as_a_list_or_a_comma_string_are_stored_comma_joined():
+    assert note("---\ntags: [a, b c]\n---\nx\n")["tags"] == "a,b c"
+    assert note("---\ntags:\n  - a\n  - b\n---\nx\n")["tags"] == "a,b"
+    assert note("---\ntags: 'a, b ,,c'\n---\nx\n")["tags"] == "a,b,c"
+
+
+def test_every_relation_alias_and_rel_key_as_string_or_list_resolves_relative_files():
+    meta = note(
+        "---\n"
+        "supersedes: old.md\n"
+        "superseded-by: [../next.md]\n"
+        "depends-on: b.md, sub/c.md#api\n"
+        "implements: /spec/x.md\n"
+        "derived-from: mark://other.world/y.md\n"
+        "related: [b.md, 'https://example.org/z']\n"
+        "rel-cites: [../../top.md]\n"
+        "rel-depends-on: b.md\n"
+        "---\n# Title\n"
+    )
+    assert meta == {
+        "title": "Title",
+        "rel-supersedes": "/notes/dir/old.md",
+        "rel-superseded-by": "/notes/next.md",
+        "rel-depends-on": "/notes/dir/b.md, /notes/dir/sub/c.md#api",
+        "rel-implements": "/spec/x.md",
+        "rel-derived-from": "mark://other.world/y.md",
+        "rel-related": "/notes/dir/b.md, https://example.org/z",
+        "rel-cites": "/top.md",
+    }
+
+
+def test_a_title_comes_from_the_frontmatter_else_the_first_h1_outside_code():
+    assert note("---\ntitle: Given\n---\n# Heading\n")["title"] == "Given"
+    assert note("```\n# not a heading\n```\n\n## Two\n\n# One\n")["title"] == "One"
+    assert "title" not in note("no heading\n")
+
+
+def test_other_scalar_keys_are_kept_and_lists_joined():
+    assert note("---\nowner: ops\naliases: [x, y]\nempty:\n---\nbody\n") == {"owner": "ops", "aliases": "x, y"}
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("---\nstatus: draft\n---\nx\n", "`status` is reserved"),
+        ("---\nTitle: A\n---\nx\n", "`Title` is malformed"),
+        ("---\nowner: {team: ops}\n---\nx\n", "`owner` holds a mapping"),
+        ("---\ntags: [[a]]\n---\nx\n", "`tags` holds a list inside a list"),
+        ("---\ntitle: |\n  two\n  lines\n---\nx\n", "line break"),
+        ("---\ntitle: A\n---\n\n", "no text besides its frontmatter"),
+        ("---\nnote: " + "x" * 2000 + "\n---\nx\n", "at most 1024 bytes"),
+    ],
+)
+def test_metadata_the_rules_refuse_is_refused_with_a_reason(text: str, fragment: str):
+    with pytest.raises(BadRequestError, match=fragment):
+        note(text)
+
+
+def test_bytes_that_are_not_utf8_or_too_many_are_refused():
+    with pytest.raises(BadRequestError, match=r"not valid UTF-8 \(byte 3\)"):
+        parse_note(b"caf\xe9\n", "/a.md")
+    with pytest.raises(BadRequestError, match="at most 1048576"):
+        parse_note(b"x" * (1024 * 1024 + 1), "/a.md")
+
+
+@pytest.mark.parametrize(
+    "relative, fragment",
+    [
+        ("versions/a.md", "reserved for version history"),
+        (".hidden.md", "hidden names"),
+        ("a\x01b.md", "control character"),
+        ("caf\udce9.md", "not valid UTF-8"),
+        ("x" * 201 + ".md", "longer than 200 bytes"),
+    ],
+)
+def test_file_names_that_cannot_be_document_paths_are_refused(relative: str, fragment: str):
+    with pytest.raises(BadRequestError, match=fragment):
+        document_path(relative, "/notes")
+
+
+def test_document_paths_go_under_the_prefix():
+    assert document_path("a/b.md", "/notes/") == "/notes/a/b.md"
+    assert document_path("b.md", "/") == "/b.md"
+
+
+def test_map_metadata_merges_an_alias_with_its_rel_key_once():
+    assert map_metadata({"supersedes": "a.md", "rel-supersedes": ["a.md", "b.md"]}, lambda r: r) == {
+        "rel-supersedes": "a.md, b.md"
+    }
+
+
+@given(st.text())
+def test_text_without_an_opening_block_is_its_own_body(text: str):
+    text = text.lstrip("\ufeff")
+    if text.startswith("---"):
+        text = "x" + text
+    parts = split_frontmatter(text)
+    assert parts.block is None and parts.body == text
+
+
+_WORD = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-", min_size=1, max_size=12).filter(
+    lambda w: not w.startswith("-")
+)
+
+
+@given(st.lists(_WORD, min_size=1, max_size=6), st.booleans())
+def test_tags_read_back_in_order_whichever_shape_they_were_written_in(tags: list[str], as_list: bool):
+    written = "[" + ", ".join(f'"{t}"' for t in tags) + "]" if as_list else '"' + ", ".join(tags) + '"'
+    assert note(f"---\ntags: {written}\n---\nbody\n")["tags"] == ",".join(tags)
