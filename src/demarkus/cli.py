@@ -378,7 +378,11 @@ def _print_listening(url: str, root: Path) -> None:
 
 
 @main.command()
-@click.option("--root", required=True, type=click.Path(file_okay=False, path_type=Path), help="Store directory.")
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Store directory (with --docs, default: a store under your data directory).",
+)
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=6309, show_default=True, type=int, help="UDP port; 0 picks a free one.")
 @click.option(
@@ -394,9 +398,17 @@ def _print_listening(url: str, root: Path) -> None:
 @click.option("--key", type=click.Path(exists=True, path_type=Path), help="TLS private key (PEM).")
 @click.option("--log-json", is_flag=True, help="Write one JSON line per request to stderr.")
 @click.option("--create", is_flag=True, help="Create the store directory if it does not exist.")
+@click.option(
+    "--docs",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="A markdown folder: imported into the store, then every saved change, while the "
+    "server runs; the folder is only read.",
+)
+@click.option("--prefix", default="/", show_default=True, help="With --docs: the document folder it goes under.")
+@click.option("--git", "use_git", is_flag=True, help="With --docs: each commit that changed a file is a version.")
 @_guard
 def serve(
-    root: Path,
+    root: Path | None,
     host: str,
     port: int,
     tokens: Path | None,
@@ -404,13 +416,43 @@ def serve(
     key: Path | None,
     log_json: bool,
     create: bool,
+    docs: Path | None,
+    prefix: str,
+    use_git: bool,
 ) -> None:
-    """Serve a store as a Mark authority over QUIC."""
+    """Serve a store as a Mark authority over QUIC (with --docs, a markdown folder kept in
+    sync)."""
     configure_logging("demarkus.access" if log_json else None)
+    if root is None:
+        if docs is None:
+            raise click.UsageError("give --root STORE (or --docs FOLDER)")
+        from .importer.command import docs_store
+
+        root = docs_store(docs)
+        create = True
     if create:
         root.mkdir(parents=True, exist_ok=True)
     service = Service.open(root, tokens=tokens)
-    _run(_serve(service, host, port, cert, key, lambda url: _print_listening(url, root)))
+    store = root
+
+    def banner(url: str) -> None:
+        _print_listening(url, store)
+
+    if docs is None:
+        _run(_serve(service, host, port, cert, key, banner))
+        return
+    from .importer.command import docs_sync, following
+    from .protocol import canonical_path
+
+    def report(line: str) -> None:
+        click.echo(f"docs: {line}", err=True)
+
+    async def go() -> None:
+        owner = service.as_owner()
+        sync = docs_sync(docs, owner, LOCAL_AUTHORITY, report, prefix=canonical_path(prefix), use_git=use_git)
+        await following(sync, _serve(service, host, port, cert, key, banner), report)
+
+    _run(go())
 
 
 # --- token ------------------------------------------------------------------------------
@@ -638,6 +680,70 @@ def import_command(
         sys.exit(1)
 
 
+@main.command()
+@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("target", required=False)
+@click.option("--root", type=click.Path(file_okay=False, path_type=Path), help="A local store (created if missing).")
+@click.option("--prefix", help="Document folder to keep in step, e.g. /notes (default /).")
+@click.option("--git", "use_git", is_flag=True, help="Each commit that changed a file becomes a version.")
+@click.option("--watch", is_flag=True, help="Go on: publish every saved change until Ctrl-C.")
+@click.option(
+    "--authority",
+    default=LOCAL_AUTHORITY,
+    show_default=True,
+    help="Identity of a local store for its relation graph (as demarkus mcp --authority).",
+)
+@click.option("--token", envvar="DEMARKUS_AUTH", help="Publish token for a mark:// target (or DEMARKUS_AUTH).")
+@click.option("--ca", type=click.Path(exists=True, path_type=Path))
+@click.option("--insecure", is_flag=True)
+@_guard
+def sync(
+    folder: Path,
+    target: str | None,
+    root: Path | None,
+    prefix: str | None,
+    use_git: bool,
+    watch: bool,
+    authority: str,
+    token: str | None,
+    ca: Path | None,
+    insecure: bool,
+) -> None:
+    """Keep a store (--root STORE) or an authority (TARGET mark://host[:port]/ with --token)
+    in step with FOLDER: import what changed and archive the documents whose file is gone;
+    with --watch, go on publishing each saved change as a new version. The folder is only
+    read. Exits 1 when a file was refused by the catch-up."""
+    from .importer.command import run_sync
+
+    if (root is None) == (target is None):
+        raise click.UsageError("give exactly one of --root STORE or a mark://host[:port]/ target")
+    if target is not None and not target.startswith("mark://"):
+        raise click.UsageError(f"{target} is not a mark:// URL; pass --root STORE to use a local store")
+
+    def report(line: str) -> None:
+        click.echo(line)
+        sys.stdout.flush()
+
+    summary = run_sync(
+        folder,
+        root=root,
+        url=target,
+        prefix=_import_prefix(target, prefix),
+        use_git=use_git,
+        watch=watch,
+        authority=parse_mark_url(authority).authority,
+        report=report,
+        token=token,
+        ca=ca,
+        insecure=insecure,
+    )
+    if not watch:
+        for line in summary.lines():
+            report(line)
+    if not summary.ok:
+        sys.exit(1)
+
+
 # --- demo (the main job) ----------------------------------------------------------------
 
 
@@ -697,6 +803,14 @@ def demo(host: str, port: int, workdir: Path, log_json: bool) -> None:
 )
 @click.option("--scope", default="/", show_default=True, help="Confine every tool to this subtree.")
 @click.option("--read-only", is_flag=True, help="Offer only the read tools.")
+@click.option(
+    "--docs",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="A markdown folder to serve: imported into --root (default: a store under your data "
+    "directory), then every saved change, while the server runs; the folder is only read.",
+)
+@click.option("--prefix", default="/", show_default=True, help="With --docs: the document folder it goes under.")
+@click.option("--git", "use_git", is_flag=True, help="With --docs: each commit that changed a file is a version.")
 @click.option("--token", envvar="DEMARKUS_AUTH")
 @click.option("--ca", type=click.Path(exists=True, path_type=Path))
 @click.option("--insecure", is_flag=True)
@@ -707,26 +821,47 @@ def mcp_command(
     authority: str,
     scope: str,
     read_only: bool,
+    docs: Path | None,
+    prefix: str,
+    use_git: bool,
     token: str | None,
     ca: Path | None,
     insecure: bool,
 ) -> None:
-    """Serve the MCP tools over stdio, for an agent."""
+    """Serve the MCP tools over stdio, for an agent: of a remote authority (--host), a
+    local store (--root) or your own markdown folder (--docs, kept in sync; the tools
+    then only read: edit the files)."""
     from .graph import GraphStore
+    from .importer.command import docs_store, docs_sync, following
     from .mcp.server import LocalResolver, build_server, default_graph_path
     from .mcp.tools import Tools
+    from .protocol import canonical_path
 
+    if docs is not None and host_url is not None:
+        raise click.UsageError("--docs serves a local store; to keep an authority in step use demarkus sync")
+    if docs is not None and root is None:
+        root = docs_store(docs)
+        root.mkdir(parents=True, exist_ok=True)
     if (root is None) == (host_url is None):
-        raise click.UsageError("give exactly one of --host mark://host[:port] or --root STORE")
+        raise click.UsageError("give exactly one of --host mark://host[:port], --root STORE or --docs FOLDER")
     configure_logging()
+    writable = not read_only and docs is None
+
+    def report(line: str) -> None:
+        click.echo(f"docs: {line}", err=True)
 
     async def go() -> None:
         backend: Backend
         client: Client | None = None
+        service: Service | None = None
         if root is not None:
             if not root.is_dir():
                 raise BadRequestError(f"--root {root} is not a directory")
-            backend = Service.open(root, trusted=not read_only, writable=not read_only)
+            if docs is not None:
+                service = Service.open(root, trusted=True, dates_versions=True)
+            else:
+                service = Service.open(root, trusted=not read_only, writable=not read_only)
+            backend = service
             identity = parse_mark_url(authority).authority
         else:
             assert host_url is not None
@@ -739,11 +874,17 @@ def mcp_command(
         tools = Tools(LocalResolver(backend, identity, graph, token=token, scope=scope))
         server = build_server(
             lambda: tools,
-            writable=not read_only,
+            writable=writable,
             instructions=f"Connected to {identity}. Use bare paths like /index.md.",
         )
         try:
-            await server.run_stdio_async()
+            if docs is not None and service is not None:
+                sync = docs_sync(
+                    docs, service, identity, report, graph=graph, prefix=canonical_path(prefix), use_git=use_git
+                )
+                await following(sync, server.run_stdio_async(), report)
+            else:
+                await server.run_stdio_async()
         finally:
             graph.close()
             if client is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import copy
 import errno
 import logging
 import re
@@ -214,6 +215,16 @@ class Service(VerbMethods):
             owner=owner,
             dates_versions=dates_versions,
         )
+
+    def as_owner(self) -> Service:
+        """This service as the store's owner sees it: trusted, taking a publisher's
+        `modified` (see `dates_versions`), sharing the same store, catalog, index and write
+        lock, so what it writes is served at once. For a folder kept in sync beside the
+        authority that serves it (`demarkus serve --docs`); only this one closes."""
+        view = copy.copy(self)
+        view.trusted = view.dates_versions = True
+        view._release = None
+        return view
 
     def close(self) -> None:
         self._workers.shutdown(wait=True)

@@ -1,20 +1,42 @@
-"""The edge of `demarkus import`: open the target (a local store or an authority), show
-progress on stderr, run the folder import, and record the relations where
-`demarkus mcp` reads them."""
+"""The edge of `demarkus import` and `demarkus sync`: open the target (a local store or an
+authority), show progress on stderr, run the folder import (and, for sync, follow the
+folder), and record the relations where `demarkus mcp` reads them."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import hashlib
+import re
+import signal
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from ..backend import Backend
 from ..client import Client
 from ..errors import BadRequestError
+from ..graph import GraphStore
 from ..protocol import parse_mark_url
 from ..service import Service
 from .apply import Source, Target
 from .folder import Summary, import_folder, scan_folder
 from .history import GitHistory, find_repository
+from .sync import FolderSync
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def docs_store(folder: Path) -> Path:
+    """The embedded store of a docs folder: under the user's data directory (e.g.
+    `~/.local/share/demarkus/docs/`), one per folder, named after it and keyed by its
+    resolved path so two folders of the same name never share a store."""
+    import platformdirs
+
+    resolved = folder.resolve()
+    key = hashlib.sha256(str(resolved).encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    name = _UNSAFE.sub("-", resolved.name).strip("-.") or "root"
+    return platformdirs.user_data_path("demarkus") / "docs" / f"{name}-{key}"
 
 
 def run_import(
@@ -37,8 +59,6 @@ def run_import(
         ConfigError: --git outside a git repository, or another process writes the store.
         TransportError: the authority cannot be reached.
     """
-    import asyncio
-
     history = GitHistory(find_repository(folder)) if use_git else None
     source = Source(folder=folder, prefix=prefix, history=history)
     try:
@@ -85,7 +105,6 @@ async def _imported(source: Source, target: Target, archive_missing: bool) -> Su
 def _seed_graph(root: Path, service: Service, authority: str) -> None:
     """Record every document's relations and links where `demarkus mcp --root` reads
     them, so backlinks are known before any document is explored."""
-    from ..graph import GraphStore
     from ..graph.seed import seed_graph
     from ..mcp.server import default_graph_path
 
@@ -93,3 +112,146 @@ def _seed_graph(root: Path, service: Service, authority: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with GraphStore(path) as graph:
         seed_graph(graph, service.store, authority)
+
+
+def run_sync(
+    folder: Path,
+    *,
+    root: Path | None,
+    url: str | None,
+    prefix: str,
+    use_git: bool,
+    watch: bool,
+    authority: str,
+    report: Callable[[str], None],
+    token: str | None = None,
+    ca: Path | None = None,
+    insecure: bool = False,
+) -> Summary:
+    """Bring the store at `root` (created when missing) or the authority at `url` in step
+    with `folder`: import what changed, archive the documents whose file is gone; with
+    `watch`, go on applying every change until SIGINT or SIGTERM. Returns the catch-up's
+    summary; `report` hears the catch-up's lines, then one line per change.
+
+    Raises:
+        ConfigError: --git outside a git repository, or another process writes the store.
+        TransportError: the authority cannot be reached.
+    """
+    history = GitHistory(find_repository(folder)) if use_git else None
+    source = Source(folder=folder, prefix=prefix, history=history)
+    try:
+        if root is not None:
+            from ..mcp.server import default_graph_path
+
+            root.mkdir(parents=True, exist_ok=True)
+            service = Service.open(root, trusted=True, dates_versions=True)
+            graph_path = default_graph_path(root, authority)
+            graph_path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                with GraphStore(graph_path) as graph:
+                    target = Target(service, dates_versions=True)
+                    sync = FolderSync(source, target, report, service=service, graph=graph, authority=authority)
+                    return asyncio.run(_synced(sync, watch, report))
+            finally:
+                service.close()
+        assert url is not None
+        return asyncio.run(_synced_remote(source, url, watch, report, token, ca, insecure))
+    finally:
+        if history is not None:
+            history.close()
+
+
+async def _synced_remote(
+    source: Source,
+    url: str,
+    watch: bool,
+    report: Callable[[str], None],
+    token: str | None,
+    ca: Path | None,
+    insecure: bool,
+) -> Summary:
+    if not token:
+        raise BadRequestError("syncing into an authority needs a publish token: pass --token or set DEMARKUS_AUTH")
+    parsed = parse_mark_url(url)
+    async with Client(parsed.authority, token=token, ca=ca, insecure=insecure, dial_host=parsed.host) as client:
+        return await _synced(FolderSync(source, Target(client, token=token), report), watch, report)
+
+
+async def _synced(sync: FolderSync, watch: bool, report: Callable[[str], None]) -> Summary:
+    """The catch-up alone, or (watching) the catch-up and every change until a signal."""
+    if not watch:
+        return await _with_progress(sync)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    summaries: list[Summary] = []
+
+    def caught_up(summary: Summary) -> None:
+        summaries.append(summary)
+        for line in summary.lines():
+            report(line)
+        report(f"watching {sync.source.folder} for changes (Ctrl-C stops)")
+
+    await sync.run(stop, caught_up=caught_up)
+    return summaries[0] if summaries else Summary(())
+
+
+async def _with_progress(sync: FolderSync) -> Summary:
+    from rich.console import Console
+    from rich.progress import Progress
+
+    total = len(scan_folder(sync.source.folder).files)
+    with Progress(transient=not sys.stderr.isatty(), console=Console(stderr=True)) as bar:
+        task = bar.add_task(f"syncing {sync.source.folder}", total=total)
+        return await sync.catch_up(lambda n: bar.advance(task, n))
+
+
+def docs_sync(
+    folder: Path,
+    service: Service,
+    authority: str,
+    report: Callable[[str], None],
+    *,
+    graph: GraphStore | None = None,
+    prefix: str = "/",
+    use_git: bool = False,
+) -> FolderSync:
+    """The sync of a docs folder into a store this process serves (`service` trusted and
+    dating versions: `Service.open(..., trusted=True, dates_versions=True)` or `as_owner()`).
+
+    Raises:
+        ConfigError: `use_git` and the folder is not inside a git repository.
+    """
+    history = GitHistory(find_repository(folder)) if use_git else None
+    target = Target(service, dates_versions=True)
+    return FolderSync(
+        Source(folder, prefix, history), target, report, service=service, graph=graph, authority=authority
+    )
+
+
+async def following(sync: FolderSync, work: Awaitable[None], report: Callable[[str], None]) -> None:
+    """Run `work` (a server) while `sync` catches up and follows the folder; the sync ends
+    with it. A sync that fails says why and leaves the server serving what it has."""
+    stop = asyncio.Event()
+
+    def caught_up(summary: Summary) -> None:
+        for line in summary.lines():
+            report(line)
+        report(f"watching {sync.source.folder} for changes")
+
+    task = asyncio.create_task(sync.run(stop, caught_up=caught_up))
+
+    def ended(done: asyncio.Task[None]) -> None:
+        if not done.cancelled() and done.exception() is not None:
+            report(f"the folder is no longer followed: {done.exception()}")
+
+    task.add_done_callback(ended)
+    try:
+        await work
+    finally:
+        stop.set()
+        with contextlib.suppress(Exception):
+            await task
+        if sync.source.history is not None:
+            sync.source.history.close()

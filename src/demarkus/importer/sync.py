@@ -1,0 +1,103 @@
+"""A store kept in step with a folder: catch up once (import what changed, archive what
+is gone), then follow every saved change. Used by `demarkus sync` and by the commands
+that import, watch and serve in one process (`demarkus mcp --docs`, `demarkus serve
+--docs`).
+
+With a local store the relation graph that `demarkus mcp` reads follows too, so
+backlinks and relations are current after every change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..graph import GraphStore
+from ..graph.seed import observe_paths, seed_graph
+from ..service import Service
+from .apply import FileResult, Outcome, Source, Target
+from .folder import Summary, import_folder, scan_folder
+from .watch import apply_changes, watched
+
+__all__ = ["FolderSync", "describe"]
+
+
+def describe(result: FileResult) -> str:
+    """One line for what a change did to one document."""
+    name = result.path or result.relative
+    if result.outcome in (Outcome.CREATED, Outcome.UPDATED):
+        line = f"{result.outcome.value} {name} (+{result.versions} version{'s' if result.versions != 1 else ''})"
+    else:
+        line = f"{result.outcome.value} {name}"
+    problems = "; ".join(result.problems)
+    return f"{line}: {problems}" if problems else line
+
+
+@dataclass
+class FolderSync:
+    """`source` kept in step in `target`. `service` and `graph` are set for a local store
+    this process owns: its graph then learns every change. `report` hears one line per
+    document a change touched."""
+
+    source: Source
+    target: Target
+    report: Callable[[str], None]
+    service: Service | None = None
+    graph: GraphStore | None = None
+    authority: str = ""
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False, repr=False)
+    """One change applied at a time: the catch-up and the watched batches never overlap."""
+
+    async def catch_up(self, progress: Callable[[int], None] | None = None) -> Summary:
+        """Import what changed since the store last saw the folder and archive the
+        documents whose file is gone."""
+        scan = scan_folder(self.source.folder)
+        if self.service is not None:
+            with self.service.deferred_index():
+                summary = await import_folder(
+                    self.source, self.target, archive_missing=True, progress=progress, scan=scan
+                )
+        else:
+            summary = await import_folder(self.source, self.target, archive_missing=True, progress=progress, scan=scan)
+        if self.graph is not None and self.service is not None:
+            seed_graph(self.graph, self.service.store, self.authority)
+        return summary
+
+    async def run(
+        self,
+        stop: asyncio.Event,
+        *,
+        progress: Callable[[int], None] | None = None,
+        caught_up: Callable[[Summary], None] | None = None,
+    ) -> None:
+        """Watch the folder, catch up, then apply every change until `stop` is set. The
+        watch starts first, so a file saved while the store catches up is not missed."""
+        started = asyncio.Event()
+        watcher = asyncio.create_task(self._follow(stop, started.set))
+        waiting = asyncio.create_task(started.wait())
+        await asyncio.wait({watcher, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        waiting.cancel()
+        if watcher.done():
+            await watcher  # it failed before watching: say why
+            return
+        try:
+            async with self._lock:
+                summary = await self.catch_up(progress)
+            if caught_up is not None:
+                caught_up(summary)
+        except BaseException:
+            stop.set()
+            await watcher
+            raise
+        await watcher
+
+    async def _follow(self, stop: asyncio.Event, ready: Callable[[], None]) -> None:
+        async for changes in watched(self.source.folder, stop, ready):
+            async with self._lock:
+                batch = await apply_changes(self.source, self.target, changes)
+            if self.graph is not None and self.service is not None:
+                observe_paths(self.graph, self.service.store, self.authority, batch.paths)
+            for result in batch.results:
+                if result.outcome != Outcome.UNCHANGED:
+                    self.report(describe(result))

@@ -1,0 +1,148 @@
+"""A folder followed as it changes (`FolderSync.run`): an edit, a new file, a deletion, a
+rename, a new folder and a removed one each show in `mark_lookup` and the relation graph
+within 2 s, the store never writes the folder, and a watch on a folder that does not
+exist fails at once. Waits are bounded and follow the sync's own reports (no sleeps)."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from demarkus.graph import GraphStore
+from demarkus.importer import Source, Target
+from demarkus.importer.sync import FolderSync
+from demarkus.mcp.server import LocalResolver
+from demarkus.mcp.tools import Tools
+from demarkus.service import Service
+
+from .test_folder import tree_state
+
+AUTHORITY = "mark://localhost"
+VISIBLE_WITHIN = 2.0
+
+
+class Followed:
+    """A running sync, its reports as they come, and the tools an agent would use."""
+
+    def __init__(self, sync: FolderSync, tools: Tools, reports: asyncio.Queue[str]) -> None:
+        self.sync, self.tools, self.reports = sync, tools, reports
+
+    async def lookup(self, query: str) -> str:
+        return await self.tools.lookup(query, "/", None, 10, "body", 0)
+
+    async def until(self, check: Callable[[], Awaitable[bool]], what: str) -> float:
+        """Seconds until `check` holds, waking on each report; fails after 2 s."""
+        started = time.monotonic()
+        while not await check():
+            left = VISIBLE_WITHIN - (time.monotonic() - started)
+            if left <= 0:
+                pytest.fail(f"{what} not visible within {VISIBLE_WITHIN} s")
+            try:
+                await asyncio.wait_for(self.reports.get(), left)
+            except TimeoutError:
+                continue
+        return time.monotonic() - started
+
+
+@pytest.fixture
+async def followed(tmp_path: Path) -> AsyncIterator[tuple[Followed, Path]]:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "alpha.md").write_text("---\ntitle: Alpha\nsupersedes: beta.md\n---\nThe quorum holds.\n")
+    (folder / "beta.md").write_text("# Beta\n\nLease heartbeat interval.\n")
+    root = tmp_path / "store"
+    root.mkdir()
+    service = Service.open(root, trusted=True, dates_versions=True)
+    graph = GraphStore(None)
+    reports: asyncio.Queue[str] = asyncio.Queue()
+    sync = FolderSync(
+        Source(folder, "/notes"),
+        Target(service, dates_versions=True),
+        reports.put_nowait,
+        service=service,
+        graph=graph,
+        authority=AUTHORITY,
+    )
+    stop = asyncio.Event()
+    caught: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    task = asyncio.create_task(sync.run(stop, caught_up=lambda _summary: caught.set_result(None)))
+    await asyncio.wait_for(asyncio.shield(caught), 10)
+    tools = Tools(LocalResolver(service, AUTHORITY, graph, scope="/"))
+    try:
+        yield Followed(sync, tools, reports), folder
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 10)
+        service.close()
+
+
+async def test_each_change_to_the_folder_shows_in_lookup_within_two_seconds(followed):
+    run, folder = followed
+    assert "/notes/beta.md" in await run.lookup("lease heartbeat")
+    before = tree_state(folder)
+
+    async def shows(query: str, path: str) -> Callable[[], Awaitable[bool]]:
+        async def check() -> bool:
+            return path in await run.lookup(query)
+
+        return check
+
+    async def gone(query: str, path: str) -> Callable[[], Awaitable[bool]]:
+        async def check() -> bool:
+            return path not in await run.lookup(query)
+
+        return check
+
+    (folder / "beta.md").write_text("# Beta\n\nLease heartbeat interval, now with a snapshot cadence.\n")
+    await run.until(await shows("snapshot cadence", "/notes/beta.md"), "an edit")
+
+    (folder / "gamma.md").write_text("# Gamma\n\nThe learner catches up at a fixed rate.\n")
+    await run.until(await shows("learner catches", "/notes/gamma.md"), "a new file")
+
+    (folder / "gamma.md").rename(folder / "delta.md")
+    await run.until(await shows("learner catches", "/notes/delta.md"), "a renamed file")
+    await run.until(await gone("learner catches", "/notes/gamma.md"), "the old name of a renamed file")
+
+    (folder / "beta.md").unlink()
+    await run.until(await gone("lease heartbeat", "/notes/beta.md"), "a deletion")
+
+    sub = folder / "runbooks"
+    staged = folder.parent / "staged"
+    staged.mkdir()
+    (staged / "restore.md").write_text("# Restore\n\nCheck the quorum before a restore.\n")
+    staged.rename(sub)  # a whole folder appears at once
+    await run.until(await shows("restore", "/notes/runbooks/restore.md"), "a folder moved in")
+    shutil.rmtree(sub)
+    await run.until(await gone("restore", "/notes/runbooks/restore.md"), "a folder removed")
+
+    history = await run.tools.versions("/notes/beta.md")
+    assert "total: 2\n" in history  # the edit made exactly one more version
+    assert "archived" in await run.tools.fetch("/notes/beta.md")  # the deletion archived it
+    assert tree_state(folder) != before  # the test changed the folder ...
+    assert not list(folder.rglob(".demarkus*"))  # ... the sync wrote nothing into it
+
+
+async def test_the_relation_graph_follows_the_folder(followed):
+    run, folder = followed
+    assert "supersedes" in await run.tools.backlinks("/notes/beta.md")
+    (folder / "alpha.md").write_text("---\ntitle: Alpha\n---\nThe quorum holds, on its own now.\n")
+
+    async def no_backlink() -> bool:
+        return "supersedes" not in await run.tools.backlinks("/notes/beta.md")
+
+    await run.until(no_backlink, "a relation removed from the frontmatter")
+
+
+async def test_a_folder_that_cannot_be_watched_fails_at_once(tmp_path: Path):
+    root = tmp_path / "store"
+    root.mkdir()
+    service = Service.open(root, trusted=True)
+    sync = FolderSync(Source(tmp_path / "missing", "/"), Target(service), lambda _line: None)
+    with pytest.raises(FileNotFoundError):
+        await asyncio.wait_for(sync.run(asyncio.Event()), 10)
+    service.close()
