@@ -16,8 +16,10 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 SECTION = "For agents: the MCP tools"
 EXECUTABLE = "/path/to/demarkus"
 """The placeholder the snippets use for the installed `demarkus` command."""
-STORE = "/path/to/store"
-"""The placeholder the snippets use for the store the command serves."""
+DOCS = "/path/to/notes"
+"""The placeholder the snippets use for the markdown folder the command serves."""
+DEMO_NOTES = README.parent / "tools" / "demo_world" / "docs"
+"""A folder of markdown to fill it with: the sources of the demo world."""
 PLACEHOLDER_PREFIX = "/path/to/"
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +16,7 @@ from demarkus.server.quic import serve_mark
 from demarkus.service import Service
 
 from ..conftest import call, make_server
-from ..snippets import EXECUTABLE, STORE, read_snippets, substitute
+from ..snippets import DEMO_NOTES, DOCS, EXECUTABLE, read_snippets, substitute
 from .processes import REPO
 
 INSPECTOR = REPO / ".venv" / "inspector" / "node_modules" / ".bin" / "mcp-inspector"
@@ -60,16 +59,17 @@ async def test_stdio_server_over_quic_answers_like_the_in_process_server(demo_ro
 
 
 @pytest.mark.skipif(not INSPECTOR.exists(), reason="scripts/bootstrap installs the MCP Inspector")
-def test_the_mcp_inspector_cli_lists_tools_and_calls_lookup(demo_root: Path, tmp_path: Path):
-    """The Inspector runs the README's `mcpServers` snippet, as Claude Desktop would."""
-    store = shutil.copytree(demo_root, tmp_path / "store", symlinks=True)  # the snippet opens it writable
+def test_the_mcp_inspector_cli_lists_tools_and_calls_lookup(tmp_path: Path):
+    """The Inspector runs the README's `mcpServers` snippet, as Claude Desktop would: a
+    folder of markdown, imported into a store under the (fresh) data directory."""
     command = Path(sys.executable).with_name("demarkus")
-    config = substitute(read_snippets().mcp_servers, {EXECUTABLE: str(command), STORE: str(store)})
+    config = substitute(read_snippets().mcp_servers, {EXECUTABLE: str(command), DOCS: str(DEMO_NOTES)})
     (tmp_path / "mcp.json").write_text(json.dumps(config), encoding="utf-8")
     base = [str(INSPECTOR), "--cli", "--config", str(tmp_path / "mcp.json"), "--server", "demarkus"]
     env = {key: value for key, value in os.environ.items() if key != "MCP_CATALOG_PATH"}  # exclusive with --config
     env["PATH"] = f"{REPO / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
     env["HOME"] = str(tmp_path / "home")  # the Inspector keeps its storage there
+    env["XDG_DATA_HOME"] = str(tmp_path / "data")  # and demarkus the folder's store
     listed = subprocess.run([*base, "--method", "tools/list"], capture_output=True, text=True, timeout=120, env=env)
     assert listed.returncode == 0, listed.stderr
     names = {tool["name"] for tool in json.loads(listed.stdout)["tools"]}

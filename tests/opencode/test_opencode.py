@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from ..e2e.processes import REPO
-from ..snippets import EXECUTABLE, STORE, read_snippets, substitute
+from ..snippets import DEMO_NOTES, DOCS, EXECUTABLE, read_snippets, substitute
 from .syscalls import STRACE_OPTIONS, Trace, parse_trace
 
 OPENCODE = REPO / ".venv" / "opencode" / "node_modules" / ".bin" / "opencode"
@@ -125,10 +125,11 @@ def opencode() -> Path:
 
 
 @pytest.fixture
-def store(demo_root: Path, tmp_path: Path) -> Path:
-    """A copy of the demo store inside the test's directory: the MCP server opens it
-    writable, and nothing outside that directory may change."""
-    return Path(shutil.copytree(demo_root, tmp_path / "root" / "store", symlinks=True))
+def notes(tmp_path: Path) -> Path:
+    """A folder of markdown inside the test's directory (the demo world's sources): the MCP
+    server imports it into a store under the fresh data directory, and nothing outside
+    the test's directory may change."""
+    return Path(shutil.copytree(DEMO_NOTES, tmp_path / "root" / "notes"))
 
 
 def test_the_pinned_opencode_is_the_version_in_package_json(opencode: Path, tmp_path: Path):
@@ -144,12 +145,12 @@ def test_the_readme_snippets_start_one_command():
 
 
 def test_opencode_lists_demarkus_connected_from_the_readme_snippet_offline_and_contained(
-    opencode: Path, store: Path, tmp_path: Path
+    opencode: Path, notes: Path, tmp_path: Path
 ):
     strace = shutil.which("strace")
     assert strace, "strace is needed to watch OpenCode's files and sockets: apt-get install strace"
-    isolated = isolate(store.parent)
-    config = substitute(read_snippets().opencode, {EXECUTABLE: str(demarkus_command()), STORE: str(store)})
+    isolated = isolate(notes.parent)
+    config = substitute(read_snippets().opencode, {EXECUTABLE: str(demarkus_command()), DOCS: str(notes)})
     listed = opencode_mcp_list(config, isolated, strace=Path(strace))
     assert re.search(r"✓ demarkus\s+connected", listed), listed
     assert "1 server(s)" in listed, listed
@@ -172,9 +173,9 @@ def assert_watched(trace: Trace, isolated: Isolated, server: str) -> None:
     assert any(path.startswith(data) for path in changed), changed[:50]
 
 
-def test_opencode_ignores_the_mcp_servers_form(opencode: Path, store: Path):
+def test_opencode_ignores_the_mcp_servers_form(opencode: Path, notes: Path):
     """Why OpenCode has a snippet of its own: the generic form configures nothing there."""
-    config = substitute(read_snippets().mcp_servers, {EXECUTABLE: str(demarkus_command()), STORE: str(store)})
-    listed = opencode_mcp_list(config, isolate(store.parent))
+    config = substitute(read_snippets().mcp_servers, {EXECUTABLE: str(demarkus_command()), DOCS: str(notes)})
+    listed = opencode_mcp_list(config, isolate(notes.parent))
     assert "No MCP servers configured" in listed, listed
     assert "demarkus" not in listed, listed

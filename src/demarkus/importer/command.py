@@ -25,6 +25,10 @@ from .history import GitHistory, find_repository
 from .sync import FolderSync
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+CATCH_UP_WAIT = 10.0
+"""Seconds a server waits for the first import of its docs folder before it starts: a
+folder of up to about two thousand notes is served whole from the first call, and an MCP client
+(which gives a server tens of seconds to start) is never kept waiting too long."""
 
 
 def docs_store(folder: Path) -> Path:
@@ -232,15 +236,24 @@ def docs_sync(
 
 async def following(sync: FolderSync, work: Awaitable[None], report: Callable[[str], None]) -> None:
     """Run `work` (a server) while `sync` catches up and follows the folder; the sync ends
-    with it. A sync that fails says why and leaves the server serving what it has."""
+    with it. The server starts once the folder is imported, or after CATCH_UP_WAIT with
+    what is imported so far. A sync that fails says why and leaves the server serving what
+    it has."""
     stop = asyncio.Event()
+    ready = asyncio.Event()
 
     def caught_up(summary: Summary) -> None:
+        ready.set()
         for line in summary.lines():
             report(line)
         report(f"watching {sync.source.folder} for changes")
 
     task = asyncio.create_task(sync.run(stop, caught_up=caught_up))
+    waiting = asyncio.create_task(ready.wait())
+    await asyncio.wait({task, waiting}, timeout=CATCH_UP_WAIT, return_when=asyncio.FIRST_COMPLETED)
+    waiting.cancel()
+    if not ready.is_set() and not task.done():
+        report(f"still importing {sync.source.folder}; serving what is imported so far")
 
     def ended(done: asyncio.Task[None]) -> None:
         if not done.cancelled() and done.exception() is not None:
