@@ -6,6 +6,7 @@ all under strace."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import sys
@@ -56,6 +57,9 @@ class ScriptedEndpoint:
     def __init__(self, script: list[dict[str, Any]]) -> None:
         self.script = list(script)
         self.requests: list[dict[str, Any]] = []
+        self.hang = False
+        """Answer nothing until `release` is set (a model that never replies)."""
+        self.release = threading.Event()
         endpoint = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -64,6 +68,9 @@ class ScriptedEndpoint:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 endpoint.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
+                if endpoint.hang:
+                    endpoint.release.wait(timeout=120)
+                    return
                 step = endpoint.script.pop(0) if endpoint.script else {"text": "no more script", "usage": {}}
                 data = b"".join(f"data: {json.dumps(chunk)}\n\n".encode() for chunk in chunks(step, body["model"]))
                 data += b"data: [DONE]\n\n"
@@ -102,6 +109,7 @@ def endpoint() -> Iterator[ScriptedEndpoint]:
     thread = threading.Thread(target=box.server.serve_forever, daemon=True)
     thread.start()
     yield box
+    box.release.set()
     box.server.shutdown()
     box.server.server_close()
     thread.join(timeout=10)
@@ -249,3 +257,34 @@ def test_events_count_each_step_once_and_refuse_a_total_that_is_not_the_sum() ->
     wrong = parse_events([step("s1", 999, input=1)])
     assert not wrong.usage_complete and "not the sum" in wrong.errors[0]
     assert not parse_events([]).usage_complete  # no step finished: nothing is known
+
+
+def processes_under(root: Path) -> list[str]:
+    """The command lines of live processes whose working directory is under `root`."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cwd = Path(os.readlink(proc / "cwd"))
+            command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if cwd.is_relative_to(root):
+            found.append(f"{proc.name}: {command}")
+    return found
+
+
+async def test_an_attempt_whose_model_never_answers_times_out_and_leaves_no_process(
+    opencode: Path, endpoint: ScriptedEndpoint, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVAL_TEST_KEY", "secret")
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(runs))
+    endpoint.hang = True
+    report = await run_eval(config(tmp_path, endpoint, approve=True, timeout=20.0))
+    (attempt,) = report["attempts"]
+    assert attempt["error"] == "attempt timed out after 20.0 s"
+    assert not attempt["trace"]["usage_complete"] and not attempt["score"]["correct"]
+    assert len(endpoint.requests) == 1, "OpenCode reached the model before the timeout"
+    assert processes_under(runs) == []
+    assert list(runs.iterdir()) == [], "the run's temporary directory is removed"

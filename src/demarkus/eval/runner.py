@@ -4,7 +4,9 @@ attempt -> reader loop -> scored attempts -> report.
 Every attempt gets a fresh `demarkus mcp --host mark://localhost:PORT --ca CERT
 --read-only --scope <question scope>` subprocess (its own DEMARKUS_HOME, DEMARKUS_*
 variables removed), so sessions never share state and the reader sees only the read
-tools, confined to the question's scope.
+tools, confined to the question's scope. A reader that is an MCP client of its own (the
+opencode reader) starts that same command itself (`reader.McpServer`), and its attempt is
+bounded by the same timeout.
 """
 
 from __future__ import annotations
@@ -255,6 +257,18 @@ async def run_eval(config: RunConfig) -> Report:
     return report
 
 
+def describe_failure(exc: Exception, timeout: float) -> str:
+    """What went wrong in an attempt, in one line. The MCP client's task group wraps what
+    happened inside it (the attempt's timeout among it) in an exception group: the leaves
+    are what happened."""
+    leaves: list[BaseException] = [exc]
+    while any(isinstance(leaf, BaseExceptionGroup) for leaf in leaves):
+        leaves = [e for leaf in leaves for e in (leaf.exceptions if isinstance(leaf, BaseExceptionGroup) else (leaf,))]
+    if any(isinstance(leaf, TimeoutError) for leaf in leaves):
+        return f"attempt timed out after {timeout} s"
+    return "; ".join(f"{type(leaf).__name__}: {leaf}" for leaf in leaves)
+
+
 def progress_line(attempt: Attempt, done: int, total: int, width: int = 20) -> str:
     """One line per finished attempt, led by a bar of the run so far: `[#####...] 4/16 q04 r1 ...`."""
     filled = width * done // max(total, 1)
@@ -332,10 +346,8 @@ async def _attempt(
             result = await asyncio.wait_for(reader.attempt(question, session, policy, config.steps), config.timeout)
     except RunRefused:
         raise
-    except TimeoutError:
-        errors.append(f"attempt timed out after {config.timeout} s")
     except Exception as exc:
-        errors.append(f"{type(exc).__name__}: {exc}")
+        errors.append(describe_failure(exc, config.timeout))
     elapsed = (time.perf_counter() - started) * 1000
     calls = session.calls if session is not None else []
     usage = result.get("usage") or {}
