@@ -251,3 +251,18 @@ def test_an_opencode_report_without_its_version_is_rejected() -> None:
     del built["spec"]["opencode_version"]
     with pytest.raises(ValueError, match="needs opencode_version"):
         validate_report(built)
+
+
+def test_an_attempts_turn_usage_must_add_up_to_its_usage() -> None:
+    built = opencode_report("a")
+    trace = built["attempts"][0]["trace"]
+    half = {"input": trace["usage"]["input"] // 2, "output": 5, "reasoning": 0, "cache": {"read": 0, "write": 0}}
+    rest = {**half, "input": trace["usage"]["input"] - half["input"]}
+    trace["turn_usage"] = [half, rest]
+    validate_report(built)
+    trace["turn_usage"] = [half, half | {"input": rest["input"] + 1}]
+    with pytest.raises(ValueError, match="q1 r1: its turns' usage does not add up"):
+        validate_report(built)
+    trace["turn_usage"] = [half]
+    with pytest.raises(ValueError, match="does not add up"):
+        validate_report(built)

@@ -172,7 +172,11 @@ async def test_an_opencode_attempt_answers_from_the_real_lookup_isolated_in_its_
     assert attempt["score"]["correct"], attempt["score"]["reasons"]
     assert trace["turns"] == 2 and trace["usage_complete"] and not trace["usage_lower_bound"]
     assert trace["usage"] == {"input": 4600, "output": 110, "reasoning": 0, "cache": {"read": 500, "write": 0}}
-    assert trace["usage_total"] == 4710
+    assert trace["usage_total"] == 4710 and trace["session"].startswith("ses_")
+    assert trace["turn_usage"] == [
+        {"input": 2000, "output": 30, "reasoning": 0, "cache": {"read": 500, "write": 0}},
+        {"input": 2600, "output": 80, "reasoning": 0, "cache": {"read": 0, "write": 0}},
+    ]
     assert attempt["tool_calls_by_tool"] == {"mark_lookup": 1} and attempt["protocol_requests"] > 0
     spec = report["spec"]
     assert spec["reader"] == "opencode" and spec["model"] == "scripted/test-model"
@@ -251,6 +255,10 @@ def test_events_count_each_step_once_and_refuse_a_total_that_is_not_the_sum() ->
     events = parse_events([first, first, tool, step("s2", 3, input=1, output=2), text, ""])
     assert events.session == "ses_1" and events.turns == 2 and events.usage_complete
     assert events.usage == {"input": 126, "output": 12, "reasoning": 5, "cache": {"read": 20, "write": 5}}
+    assert events.turn_usage == (
+        {"input": 125, "output": 10, "reasoning": 5, "cache": {"read": 20, "write": 5}},
+        {"input": 1, "output": 2, "reasoning": 0, "cache": {"read": 0, "write": 0}},
+    )
     assert events.calls == ({"name": "fixture_mark_fetch", "input": {}, "output": "no", "error": True},)
     assert events.final == '{"abstain": true}'
 

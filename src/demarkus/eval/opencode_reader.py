@@ -254,6 +254,7 @@ class Events:
 
     session: str
     usage: Usage
+    turn_usage: tuple[Usage, ...]
     usage_complete: bool
     turns: int
     calls: tuple[CallRecord, ...]
@@ -301,6 +302,7 @@ def parse_events(lines: Iterable[str]) -> Events:
             detail = event.get("error")
             errors.append("OpenCode reported an error: " + json.dumps(detail, sort_keys=True)[:500])
     usage = empty_usage()
+    turns: list[Usage] = []
     complete = bool(steps)
     for part in steps.values():
         tokens = part.get("tokens")
@@ -310,7 +312,14 @@ def parse_events(lines: Iterable[str]) -> Events:
         cache = tokens.get("cache") or {}
         read, write = int(cache.get("read") or 0), int(cache.get("write") or 0)
         fresh, output, reasoning = (int(tokens.get(key) or 0) for key in ("input", "output", "reasoning"))
-        usage["input"] += fresh + read + write
+        turn: Usage = {
+            "input": fresh + read + write,
+            "output": output,
+            "reasoning": reasoning,
+            "cache": {"read": read, "write": write},
+        }
+        turns.append(turn)
+        usage["input"] += turn["input"]
         usage["output"] += output
         usage["reasoning"] += reasoning
         usage["cache"]["read"] += read
@@ -321,7 +330,7 @@ def parse_events(lines: Iterable[str]) -> Events:
             errors.append(f"OpenCode's step total {total} is not the sum of its token counts")
     calls = tuple(_call(part) for part in tools.values())
     final = next(("".join(t for _, t in texts[m]) for m in reversed(order) if any(t for _, t in texts[m])), None)
-    return Events(session, usage, complete and not errors, len(steps), calls, final, tuple(errors))
+    return Events(session, usage, tuple(turns), complete and not errors, len(steps), calls, final, tuple(errors))
 
 
 def _call(part: Mapping[str, Any]) -> CallRecord:
@@ -438,6 +447,8 @@ class OpenCodeReader:
             "usage_complete": events.usage_complete and code == 0,
             "turns": events.turns,
             "errors": errors,
+            "session": events.session,
+            "turn_usage": list(events.turn_usage),
         }
         return result
 

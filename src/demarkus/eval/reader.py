@@ -70,6 +70,8 @@ class AttemptResult(TypedDict):
     lower_bound: NotRequired[bool]
     """The usage is the oracle's turn model, not a model's count."""
     errors: NotRequired[list[str]]
+    session: NotRequired[str]
+    turn_usage: NotRequired[list[Usage]]
 
 
 class Reader(Protocol):

@@ -67,6 +67,10 @@ class Trace(TypedDict):
     calls: list[CallRecord]
     final: str | None
     errors: NotRequired[list[str]]
+    session: NotRequired[str]
+    """The reader's own session id (OpenCode's), to find the session in its database."""
+    turn_usage: NotRequired[list[Usage]]
+    """Usage of each model turn, as the reader counted it (OpenCode); sums to `usage`."""
 
 
 class Score(TypedDict):

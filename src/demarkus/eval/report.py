@@ -200,6 +200,15 @@ def validate_report(report: Any, name: str = "report") -> None:
         raise ValueError(f"{name}: a task/repeat appears twice")
     if len(attempts) > spec["expected_attempts"]:
         raise ValueError(f"{name}: more attempts than scheduled")
+    for attempt in attempts:
+        turns = attempt["trace"].get("turn_usage")
+        if turns is None:
+            continue
+        total = empty_usage()
+        for usage in turns:
+            _add_usage(total, usage)
+        if len(turns) != attempt["trace"]["turns"] or total != attempt["trace"]["usage"]:
+            raise ValueError(f"{name}: {attempt['task']} r{attempt['repeat']}: its turns' usage does not add up")
     if report.get("summary") != _jsonish(summarize(attempts)) or report.get("categories") != _jsonish(
         categories(attempts)
     ):

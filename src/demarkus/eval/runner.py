@@ -375,6 +375,10 @@ async def _attempt(
         },
         "score": score,
     }
+    if "session" in result:
+        attempt["trace"]["session"] = result["session"]
+    if "turn_usage" in result:
+        attempt["trace"]["turn_usage"] = result["turn_usage"]
     if result.get("errors"):
         errors.extend(result.get("errors", []))
     if errors:
