@@ -296,3 +296,24 @@ async def test_an_attempt_whose_model_never_answers_times_out_and_leaves_no_proc
     assert len(endpoint.requests) == 1, "OpenCode reached the model before the timeout"
     assert processes_under(runs) == []
     assert list(runs.iterdir()) == [], "the run's temporary directory is removed"
+
+
+def test_the_config_hash_changes_with_the_reader_setup_and_never_with_paths() -> None:
+    from demarkus.eval.opencode_reader import OpenCodeReader
+
+    def hashed(**changes: Any) -> str:
+        values: dict[str, Any] = {"binary": Path("/a/opencode"), "version": VERSION, "model": "local/m"}
+        values |= {"base_url": "http://127.0.0.1:1/v1", "api_key_env": "K"} | changes
+        steps = values.pop("steps", 8)
+        return OpenCodeReader(**values).config_hash(steps)
+
+    base = hashed()
+    assert base == hashed(binary=Path("/elsewhere/opencode"), base_url="http://127.0.0.1:2/v1", api_key_env="L")
+    for changes in (
+        {"version": "1.18.34"},
+        {"model": "local/n"},
+        {"steps": 4},
+        {"max_output_tokens": 2048},
+        {"base_url": None},
+    ):
+        assert hashed(**changes) != base, changes

@@ -194,12 +194,12 @@ PLACEHOLDERS_SERVER = McpServer(
 )
 
 
-def config_hash(
-    *, steps: int, model: str, base_url: str | None, api_key_env: str, max_output_tokens: int, version: str
-) -> str:
+def config_hash(*, steps: int, model: str, base_url: str | None, max_output_tokens: int, version: str) -> str:
     """sha256 of the canonical reader config: `reader_config` with placeholders for the
-    prompt (hashed on its own), the MCP command's binary and paths, and the endpoint, plus
-    the isolation flags and the OpenCode version, as sorted compact JSON."""
+    prompt (hashed on its own), the MCP command's binary and paths (a baseline's MCP and
+    this tree's give one hash: the implementation hashes tell them apart), the endpoint and
+    the key's variable, plus the isolation flags and the OpenCode version, as sorted
+    compact JSON."""
     canonical = {
         "config": reader_config(
             prompt="<policy-prompt>",
@@ -207,7 +207,7 @@ def config_hash(
             server=PLACEHOLDERS_SERVER,
             model=model,
             base_url="<base-url>" if base_url else None,
-            api_key_env=api_key_env,
+            api_key_env="<key-variable>",
             max_output_tokens=max_output_tokens,
         ),
         "env": {**FLAGS, "OPENCODE_EXPERIMENTAL_OUTPUT_TOKEN_MAX": str(max_output_tokens)},
@@ -411,7 +411,6 @@ class OpenCodeReader:
             steps=steps,
             model=self.model,
             base_url=self.base_url,
-            api_key_env=self.api_key_env,
             max_output_tokens=self.max_output_tokens,
             version=self.version,
         )
