@@ -16,7 +16,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from PIL import Image
 
-from demarkus.eval.chart import DPI, NOTE, build_figure, write_png
+from demarkus.eval.chart import DPI, NOTE, arm_label, build_figure, write_png
 from demarkus.eval.cli import eval_group
 from demarkus.eval.report import load_report
 
@@ -47,12 +47,12 @@ def heights(ax: Axes) -> list[list[float]]:
 Values = list[list[float | None]]
 
 
+def scope(report: dict[str, Any], name: str) -> dict[str, Any] | None:
+    return report["summary"] if name == "overall" else report["categories"].get(name)
+
+
 def expected(reports: list[dict[str, Any]], names: list[str]) -> tuple[Values, Values]:
     """(tokens per correct answer, turns per attempt) per arm per category, straight from the reports."""
-
-    def scope(report: dict[str, Any], name: str) -> dict[str, Any] | None:
-        return report["summary"] if name == "overall" else report["categories"].get(name)
-
     tokens = [[s and s["tokens_per_correct_answer"] for s in (scope(r, n) for n in names)] for r in reports]
     turns = [[s and s["model_turns"] / s["attempts"] for s in (scope(r, n) for n in names)] for r in reports]
     return tokens, turns
@@ -67,17 +67,23 @@ def test_the_figure_carries_title_axes_categories_legend_and_values(arms: dict[s
     assert [tokens_ax.get_ylabel(), turns_ax.get_ylabel()] == ["tokens per correct answer", "turns per attempt"]
     assert (tokens_ax.get_xlabel(), turns_ax.get_xlabel()) == ("", "category")
     assert ticks(tokens_ax) == categories and ticks(turns_ax) == categories
-    assert [text.get_text() for text in tokens_ax.get_legend().get_texts()] == list(NAMES)
+    legend = [text.get_text() for text in tokens_ax.get_legend().get_texts()]
+    assert legend == [f"{name}: {arm_label(r)}" for name, r in zip(NAMES, reports, strict=True)]
+    assert all(", mcp " in entry and entry.endswith(", oracle") for entry in legend), legend
     assert figure.get_supxlabel() == NOTE
 
     tokens, turns = expected(reports, categories)
     assert heights(tokens_ax) == [[0.0 if v is None else v for v in arm] for arm in tokens]
     assert heights(turns_ax) == [[0.0 if v is None else v for v in arm] for arm in turns]
-    assert value_labels(tokens_ax) == [["n/a" if v is None else f"{round(v):,}" for v in arm] for arm in tokens]
+    counts = [[f"{s['correct']}/{s['attempts']}" for s in (scope(r, n) for n in categories)] for r in reports]
+    assert value_labels(tokens_ax) == [
+        [("n/a" if v is None else f"{round(v):,}") + "\n" + count for v, count in zip(arm, arm_counts, strict=True)]
+        for arm, arm_counts in zip(tokens, counts, strict=True)
+    ]
     assert value_labels(turns_ax) == [[f"{v:.1f}" for v in arm] for arm in turns]
     overall = [r["summary"] for r in reports]
     assert [arm[-1] for arm in value_labels(tokens_ax)] == [
-        f"{round(s['tokens_per_correct_answer']):,}" for s in overall
+        f"{round(s['tokens_per_correct_answer']):,}\n{s['correct']}/{s['attempts']}" for s in overall
     ]
     assert [arm[-1] for arm in value_labels(turns_ax)] == [f"{s['model_turns'] / s['attempts']:.1f}" for s in overall]
     assert tokens_ax.get_ylim()[1] > max(v for arm in tokens for v in arm if v is not None), "the tallest bar fits"
@@ -121,7 +127,7 @@ def test_a_single_arm_and_an_empty_category_still_draw(tmp_path: Path) -> None:
     figure = build_figure([("only", report)], title="custom")
     tokens_ax, turns_ax = panels(figure)
     assert figure.get_suptitle() == "custom"
-    assert value_labels(tokens_ax) == [["n/a", "n/a"]] and value_labels(turns_ax) == [["2.5", "2.5"]]
+    assert value_labels(tokens_ax) == [["n/a\n0/2", "n/a\n0/2"]] and value_labels(turns_ax) == [["2.5", "2.5"]]
     assert heights(tokens_ax) == [[0.0, 0.0]] and tokens_ax.get_ylim() == (0.0, 1.0)
     assert figure.get_supxlabel() == "", "no lower-bound note without the oracle's usage"
     write_png(figure, tmp_path / "one.png")

@@ -205,3 +205,64 @@ def test_a_report_of_another_format_or_shape_is_rejected_by_name() -> None:
         validate_report({**built, "format": "demarkus-answer-report-v2"})
     with pytest.raises(ValueError, match="not a report"):
         validate_report([built])  # type: ignore[arg-type]
+
+
+def opencode_report(mcp: str, version: str = "1.18.33", config: str = "c") -> dict:
+    built = report(mcp=mcp)
+    built["spec"].update(
+        reader="opencode",
+        model="openai/gpt-5.1",
+        opencode_version=version,
+        reader_config_hash="sha256-" + config * 64,
+    )
+    return built
+
+
+def test_compare_refuses_runs_of_different_opencode_versions_or_reader_configs(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from click.testing import CliRunner
+
+    from demarkus.eval.cli import eval_group
+
+    def written(name: str, value: dict) -> str:
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(value), encoding="utf-8")
+        return str(path)
+
+    before = written("before", opencode_report("a"))
+    same = CliRunner().invoke(eval_group, ["compare", before, written("same", opencode_report("b"))])
+    assert same.exit_code == 0, same.output
+    for name, after, differ in (
+        ("version", opencode_report("b", version="1.18.34", config="d"), "opencode_version, reader_config_hash"),
+        ("config", opencode_report("b", config="d"), "reader_config_hash"),
+    ):
+        done = CliRunner().invoke(eval_group, ["compare", before, written(name, after)])
+        assert done.exit_code != 0 and f"refused: run specs differ in: {differ}" in done.output, done.output
+    policy = opencode_report("a", version="1.18.34")
+    policy["spec"].update(reader_policy="graph-section-first-v1")
+    policy["spec"]["reader_prompt_hash"] = POLICIES["graph-section-first-v1"].prompt_hash
+    done = CliRunner().invoke(eval_group, ["compare-policies", before, written("policy", policy)])
+    assert done.exit_code != 0 and "beyond the policy in: opencode_version" in done.output, done.output
+
+
+def test_an_opencode_report_without_its_version_is_rejected() -> None:
+    built = opencode_report("a")
+    del built["spec"]["opencode_version"]
+    with pytest.raises(ValueError, match="needs opencode_version"):
+        validate_report(built)
+
+
+def test_an_attempts_turn_usage_must_add_up_to_its_usage() -> None:
+    built = opencode_report("a")
+    trace = built["attempts"][0]["trace"]
+    half = {"input": trace["usage"]["input"] // 2, "output": 5, "reasoning": 0, "cache": {"read": 0, "write": 0}}
+    rest = {**half, "input": trace["usage"]["input"] - half["input"]}
+    trace["turn_usage"] = [half, rest]
+    validate_report(built)
+    trace["turn_usage"] = [half, half | {"input": rest["input"] + 1}]
+    with pytest.raises(ValueError, match="q1 r1: its turns' usage does not add up"):
+        validate_report(built)
+    trace["turn_usage"] = [half]
+    with pytest.raises(ValueError, match="does not add up"):
+        validate_report(built)

@@ -20,7 +20,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import StrMethodFormatter
 
-from .records import Report, Summary
+from .records import Report, Summary, reader_name
 
 DPI = 100
 """Pixels per inch of the PNG: its size in pixels is the figure size in inches times this."""
@@ -36,9 +36,16 @@ _HEADROOM = 1.18
 
 
 def arm_label(report: Report) -> str:
-    """A default arm name for one report: its policy and the start of its MCP hash."""
+    """What an arm is: its policy and its software (the start of its MCP hash, and the reader)."""
     mcp = str(report["implementation_hashes"].get("mcp", "")).removeprefix("sha256-")[:8]
-    return f"{report['spec']['reader_policy']}, mcp {mcp}"
+    return f"{report['spec'].get('reader_policy', '?')}, mcp {mcp}, {reader_name(report['spec'])}"
+
+
+def legend_label(name: str, report: Report) -> str:
+    """The legend entry of an arm: the name it was given (e.g. `A`), then what it is, so a
+    letter never stands alone."""
+    label = arm_label(report)
+    return label if not name or name == label else f"{name}: {label}"
 
 
 def _value(scope: Summary | None, metric: str) -> float | None:
@@ -53,6 +60,14 @@ def _format(value: float | None, metric: str) -> str:
     if value is None:
         return "n/a"
     return f"{round(value):,}" if metric == "tokens" else f"{value:.1f}"
+
+
+def _bar_label(value: float | None, metric: str, scope: Summary | None) -> str:
+    """A bar's value; a tokens bar also says how many attempts were correct of how many."""
+    text = _format(value, metric)
+    if metric == "tokens" and scope is not None:
+        text += f"\n{scope['correct']}/{scope['attempts']}"
+    return text
 
 
 def _check(arms: Sequence[tuple[str, Report]]) -> None:
@@ -72,6 +87,7 @@ def _panel(
     names: list[str],
     arms: Sequence[tuple[str, Report]],
     values: list[list[float | None]],
+    labels: list[list[str]],
     axis: str,
     metric: str,
 ) -> None:
@@ -81,9 +97,10 @@ def _panel(
         column = [values[g][a] for g in range(len(names))]
         offsets = [g - 0.4 + width * (a + 0.5) for g in range(len(names))]
         bars = ax.bar(offsets, [0.0 if v is None else v for v in column], width * 0.92, label=arm, color=f"C{a % 10}")
-        ax.bar_label(bars, labels=[_format(v, metric) for v in column], padding=2, fontsize=7)
+        ax.bar_label(bars, labels=[labels[g][a] for g in range(len(names))], padding=2, fontsize=7)
     known = [v for group in values for v in group if v is not None]
-    ax.set_ylim(0, max(known, default=0) * _HEADROOM or 1)
+    lines = max((label.count("\n") + 1 for group in labels for label in group), default=1)
+    ax.set_ylim(0, max(known, default=0) * (_HEADROOM + 0.12 * (lines - 1)) or 1)
     ax.set_xlim(-0.5, len(names) - 0.5)
     ax.set_xticks(range(len(names)), labels=names)
     ax.set_ylabel(axis)
@@ -110,9 +127,17 @@ def build_figure(arms: Sequence[tuple[str, Report]], title: str | None = None) -
     values = {
         metric: [[_value(scope(report, name), metric) for _, report in arms] for name in names] for _, metric in PANELS
     }
+    labels = {
+        metric: [
+            [_bar_label(values[metric][g][a], metric, scope(report, name)) for a, (_, report) in enumerate(arms)]
+            for g, name in enumerate(names)
+        ]
+        for _, metric in PANELS
+    }
+    arms = [(legend_label(arm, report), report) for arm, report in arms]
     world = arms[0][1]["spec"]["world"]
     title = title or f"{world}: tokens per correct answer and turns, by category and arm"
-    longest = max(len(_format(v, m)) for m in values for group in values[m] for v in group)
+    longest = max(len(line) for m in labels for group in labels[m] for label in group for line in label.split("\n"))
     slot = max(0.3, 0.065 * longest + 0.08)  # inches per bar, so 7 pt value labels do not touch
     group = max(len(arms) * slot / 0.8, 0.085 * max(len(n) for n in names) + 0.2)
     width = max(8.0, 1.4 + len(names) * group, 0.12 * len(title) + 0.6)
@@ -121,7 +146,7 @@ def build_figure(arms: Sequence[tuple[str, Report]], title: str | None = None) -
     figure.suptitle(title, fontsize=13)
     axes = figure.subplots(len(PANELS), 1)
     for ax, (axis, metric) in zip(axes, PANELS, strict=True):
-        _panel(ax, names, arms, values[metric], axis, metric)
+        _panel(ax, names, arms, values[metric], labels[metric], axis, metric)
     axes[-1].set_xlabel("category")
     # Above the top panel rather than a figure legend: constrained layout then keeps it clear of the title.
     axes[0].legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=min(len(arms), 3), frameon=False)

@@ -30,7 +30,7 @@ def eval_group() -> None:
     help="A frozen world folder (manifest.json, corpus.jsonl, questions.json, rubric.json).",
 )
 @click.option("--output", required=True, type=click.Path(path_type=Path), help="A new directory for the report.")
-@click.option("--reader", type=click.Choice(["oracle", "openai"]), default="oracle", show_default=True)
+@click.option("--reader", type=click.Choice(["oracle", "openai", "opencode"]), default="oracle", show_default=True)
 @click.option(
     "--policy",
     default="graph-section-first-v1",
@@ -47,11 +47,30 @@ def eval_group() -> None:
     help="The `demarkus` executable whose `mcp` command serves the tools "
     "(default: this installation), e.g. the v0.1.0 baseline venv's bin/demarkus.",
 )
-@click.option("--model", default=None, help="Model name (openai reader).")
-@click.option("--base-url", default=None, help="OpenAI-compatible API base, e.g. https://api.openai.com/v1.")
-@click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True)
+@click.option(
+    "--model",
+    default=None,
+    help="Model name (openai reader); provider/name for the opencode reader, e.g. openai/gpt-5.1.",
+)
+@click.option(
+    "--base-url",
+    default=None,
+    help="OpenAI-compatible API base, e.g. https://api.openai.com/v1 (opencode: optional; "
+    "without it OpenCode resolves --model from its own catalogue).",
+)
+@click.option(
+    "--api-key-env",
+    default="OPENAI_API_KEY",
+    show_default=True,
+    help="The variable holding the key for --base-url.",
+)
 @click.option("--max-output-tokens", default=4096, show_default=True)
 @click.option("--approve", is_flag=True, help="Allow a paid reader to spend.")
+@click.option(
+    "--opencode-bin",
+    default=None,
+    help="The `opencode` executable (default: the one scripts/bootstrap installs, else PATH).",
+)
 def run_command(
     world: Path,
     output: Path,
@@ -67,6 +86,7 @@ def run_command(
     api_key_env: str,
     max_output_tokens: int,
     approve: bool,
+    opencode_bin: str | None,
 ) -> None:
     """Run every question of WORLD through a real QUIC authority and `demarkus mcp`."""
     from .runner import RunConfig, run_eval
@@ -86,6 +106,7 @@ def run_command(
         api_key_env=api_key_env,
         max_output_tokens=max_output_tokens,
         approve=approve,
+        opencode_bin=opencode_bin,
         echo=click.echo,
     )
     try:
@@ -196,17 +217,18 @@ def export_metrics_command(private: Path, new: Path) -> None:
 def chart_command(output: Path, arms: tuple[str, ...], title: str | None) -> None:
     """Draw tokens per correct answer and turns by category for each arm into the PNG OUTPUT.
 
-    Each arm is NAME=REPORT (e.g. "A: v0.1.0, section-first=runs/A/report.json") or a bare
-    REPORT, named after its policy and MCP hash.
+    Each arm is NAME=REPORT (e.g. "A=runs/A/report.json") or a bare REPORT; its legend entry
+    gives the name, then its policy and software (MCP hash, reader), and each tokens bar
+    says correct/total.
     """
-    from .chart import arm_label, build_figure, write_png
+    from .chart import build_figure, write_png
 
     loaded = []
     try:
         for arm in arms:
             name, sep, path = arm.rpartition("=")
             report = load_report(Path(path if sep else arm))
-            loaded.append((name if sep and name else arm_label(report), report))
+            loaded.append((name if sep else "", report))
         figure = build_figure(loaded, title)
     except ValueError as exc:
         raise click.ClickException(f"refused: {exc}") from exc

@@ -252,6 +252,17 @@ def _f(value: float | None) -> str:
     return f"{value:,}"
 
 
+def verdict_line(kind: str, v: Verdict) -> str:
+    """The acceptance line; side by side has none to give (more than one thing differs), so
+    its line says only whether the table would meet the gates."""
+    if kind == "side-by-side":
+        met = "all met" if v["accepted"] else "not met: " + "; ".join(v["reasons"])
+        return f"gates on this table (side by side is not a controlled comparison, so it gives no verdict): {met}"
+    return f"verdict: {'ACCEPTED' if v['accepted'] else 'NOT ACCEPTED'}" + (
+        "" if v["accepted"] else ": " + "; ".join(v["reasons"])
+    )
+
+
 def render(result: Comparison) -> str:
     b, a = result["before"], result["after"]
     lines = [f"# {result['kind']}"]
@@ -285,8 +296,7 @@ def render(result: Comparison) -> str:
         f"regressed categories: {', '.join(result['regressed_categories']) or 'none'}",
         f"feature exercised (after arm, multi-document categories): {'yes' if v['feature_exercised'] else 'no'} "
         f"({v['after_mark_explore_calls']} mark_explore calls, {v['after_relation_expansions']} relation expansions)",
-        f"verdict: {'ACCEPTED' if v['accepted'] else 'NOT ACCEPTED'}"
-        + ("" if v["accepted"] else ": " + "; ".join(v["reasons"])),
+        verdict_line(result["kind"], v),
         "",
         result["note"],
     ]

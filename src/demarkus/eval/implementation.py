@@ -32,7 +32,11 @@ SERVER = ("demarkus.server.quic",)
 MCP = ("demarkus.cli", "demarkus.mcp.server", "demarkus.graph", "demarkus.mcp.tools", "demarkus.__main__")
 """`demarkus.cli` imports the graph store, the MCP server and the tools inside its `mcp` command."""
 RUNNER = ("demarkus.eval.runner",)
-READERS = {"oracle": "demarkus.eval.oracle", "openai": "demarkus.eval.openai_reader"}
+READERS = {
+    "oracle": "demarkus.eval.oracle",
+    "openai": "demarkus.eval.openai_reader",
+    "opencode": "demarkus.eval.opencode_reader",
+}
 """Reader kind -> the module that defines it."""
 
 _PROBE = """

@@ -30,7 +30,7 @@ _ATTEMPT_KEYS = (
     "relation_expansions",
     "tool_calls_by_tool",
 )
-_TRACE_KEYS = ("usage", "usage_total", "usage_complete", "usage_lower_bound", "turns")
+_TRACE_KEYS = ("usage", "usage_total", "usage_complete", "usage_lower_bound", "turns", "turn_usage")
 
 
 def strip_attempt(attempt: Attempt) -> Attempt:

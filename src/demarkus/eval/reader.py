@@ -8,6 +8,8 @@ this module, never the runner or each other.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, NotRequired, Protocol, TypedDict
 
 from .policies import Policy
@@ -21,6 +23,18 @@ class ToolSchema(TypedDict):
     name: str
     description: str | None
     inputSchema: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class McpServer:
+    """The `demarkus mcp` command a session talks to, for a reader that is an MCP client
+    of its own (OpenCode starts the same command itself)."""
+
+    command: tuple[str, ...]
+    environment: Mapping[str, str] = field(default_factory=dict)
+    """Variables the command needs on top of the reader's environment (its DEMARKUS_HOME)."""
+    workdir: Path = Path()
+    """The attempt's own temporary directory: whatever the reader writes goes under it."""
 
 
 class Session(Protocol):
@@ -37,6 +51,11 @@ class Session(Protocol):
     @property
     def calls(self) -> list[CallRecord]: ...
 
+    @property
+    def server(self) -> McpServer:
+        """The MCP server command behind `tools`."""
+        ...
+
     async def call(self, name: str, arguments: Mapping[str, Any]) -> CallRecord:
         """Call tool `name`; a failure comes back as a record with `error`, never raised."""
         ...
@@ -51,6 +70,8 @@ class AttemptResult(TypedDict):
     lower_bound: NotRequired[bool]
     """The usage is the oracle's turn model, not a model's count."""
     errors: NotRequired[list[str]]
+    session: NotRequired[str]
+    turn_usage: NotRequired[list[Usage]]
 
 
 class Reader(Protocol):

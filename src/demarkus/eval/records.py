@@ -9,6 +9,7 @@ becomes a `Report` once `report.validate_report` has accepted it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, NotRequired, TypedDict
 
 
@@ -66,6 +67,10 @@ class Trace(TypedDict):
     calls: list[CallRecord]
     final: str | None
     errors: NotRequired[list[str]]
+    session: NotRequired[str]
+    """The reader's own session id (OpenCode's), to find the session in its database."""
+    turn_usage: NotRequired[list[Usage]]
+    """Usage of each model turn, as the reader counted it (OpenCode); sums to `usage`."""
 
 
 class Score(TypedDict):
@@ -151,9 +156,24 @@ class RunSpec(TypedDict):
     tool_profile: str
     scoring_version: str
     expected_attempts: int
+    opencode_version: NotRequired[str]
+    """`opencode --version` of an opencode-reader run."""
+    reader_config_hash: NotRequired[str]
+    """sha256 of an opencode-reader run's canonical reader config (`opencode_reader.config_hash`)."""
     implementation_entries: NotRequired[dict[str, list[str]]]
     """Part -> the modules whose imports its implementation hash covers (`implementation`);
     absent in reports written before the hashes followed imports."""
+
+
+def reader_name(spec: Mapping[str, Any]) -> str:
+    """Which reader produced a run, in a few words: `oracle`, `openai gpt-5.1`,
+    `OpenCode 1.18.33 openai/gpt-5.1`."""
+    reader = str(spec.get("reader", "?"))
+    if reader == "oracle":
+        return "oracle"
+    if reader == "opencode":
+        return f"OpenCode {spec.get('opencode_version', '?')} {spec.get('model', '?')}"
+    return f"{reader} {spec.get('model', '?')}"
 
 
 class Lifecycle(TypedDict):

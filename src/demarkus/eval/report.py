@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from .records import Attempt, Latency, Lifecycle, Report, RunSpec, Summary, Usage, empty_usage
+from .records import Attempt, Latency, Lifecycle, Report, RunSpec, Summary, Usage, empty_usage, reader_name
 
 FORMAT = "demarkus-eval-report-v1"
 RESCORE_FIELDS = ("rescored_from_sha256", "rescored_at", "scorer_implementation_sha256")
@@ -183,6 +183,12 @@ def validate_report(report: Any, name: str = "report") -> None:
     ):
         if key not in spec:
             raise ValueError(f"{name}: spec lacks {key}")
+    if spec.get("reader") == "opencode":
+        for key in ("opencode_version", "reader_config_hash"):
+            if not spec.get(key):
+                raise ValueError(
+                    f"{name}: an opencode run's spec needs {key}, so runs of other OpenCode setups never compare"
+                )
     hashes = report.get("implementation_hashes") or {}
     for key in ("server", "mcp", "runner", "reader"):
         if not str(hashes.get(key, "")).startswith("sha256-"):
@@ -194,6 +200,15 @@ def validate_report(report: Any, name: str = "report") -> None:
         raise ValueError(f"{name}: a task/repeat appears twice")
     if len(attempts) > spec["expected_attempts"]:
         raise ValueError(f"{name}: more attempts than scheduled")
+    for attempt in attempts:
+        turns = attempt["trace"].get("turn_usage")
+        if turns is None:
+            continue
+        total = empty_usage()
+        for usage in turns:
+            _add_usage(total, usage)
+        if len(turns) != attempt["trace"]["turns"] or total != attempt["trace"]["usage"]:
+            raise ValueError(f"{name}: {attempt['task']} r{attempt['repeat']}: its turns' usage does not add up")
     if report.get("summary") != _jsonish(summarize(attempts)) or report.get("categories") != _jsonish(
         categories(attempts)
     ):
@@ -261,11 +276,12 @@ def render_markdown(report: Report) -> str:
     spec, summary = report["spec"], report["summary"]
     bound = " (oracle turn model: a lower bound)" if summary.get("usage_lower_bound") else ""
     lines = [
-        f"# Evaluation: {spec['world']}, {spec['reader']} reader, policy {spec['reader_policy']}",
+        f"# Evaluation: {spec['world']}, read by {reader_name(spec)}, policy {spec['reader_policy']}",
         "",
         f"- generated {report['generated']}; scoring {spec['scoring_version']}; steps {spec['steps']}, "
         f"timeout {spec['timeout']} s, repeats {spec['repeats']}",
-        f"- prompt {spec['reader_prompt_hash']}",
+        f"- prompt {spec['reader_prompt_hash']}"
+        + (f"; reader config {spec['reader_config_hash']}" if spec.get("reader_config_hash") else ""),
         "- implementation: " + ", ".join(f"{k} {v[:19]}…" for k, v in report["implementation_hashes"].items()),
         f"- correct {summary['correct']}/{summary['attempts']}; tokens {_fmt(summary['known_total_tokens'])}{bound}; "
         f"tokens per correct {_fmt(summary['tokens_per_correct_answer'])}",

@@ -4,7 +4,9 @@ attempt -> reader loop -> scored attempts -> report.
 Every attempt gets a fresh `demarkus mcp --host mark://localhost:PORT --ca CERT
 --read-only --scope <question scope>` subprocess (its own DEMARKUS_HOME, DEMARKUS_*
 variables removed), so sessions never share state and the reader sees only the read
-tools, confined to the question's scope.
+tools, confined to the question's scope. A reader that is an MCP client of its own (the
+opencode reader) starts that same command itself (`reader.McpServer`), and its attempt is
+bounded by the same timeout.
 """
 
 from __future__ import annotations
@@ -37,10 +39,10 @@ from .errors import RunRefused
 from .implementation import READERS, entry_modules, implementation_hashes
 from .policies import Policy, get_policy
 from .questions import Question, RubricEntry, parse_questions, parse_rubric
-from .reader import AttemptResult, Reader, ToolSchema
+from .reader import AttemptResult, McpServer, Reader, ToolSchema
 from .records import DECISIONS_META, Attempt, CallRecord, Lifecycle, Report, RunSpec
 from .report import build_report, write_outputs
-from .scoring import SCORING_VERSION, Corpus, relation_expansions, score_attempt
+from .scoring import SCORING_VERSION, Corpus, relation_expansions, score_attempt, tool_name
 
 SUITE = "world-answer-v1"
 TOOL_PROFILE = "read-only-v1"
@@ -63,6 +65,9 @@ class RunConfig:
     api_key_env: str = "OPENAI_API_KEY"
     max_output_tokens: int = 4096
     approve: bool = False
+    opencode_bin: str | None = None
+    opencode_prefix: tuple[str, ...] = ()
+    """A command put before each attempt's OpenCode (e.g. strace, to watch what it does)."""
     echo: Callable[[str], None] = print
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -70,7 +75,7 @@ class RunConfig:
         if self.steps < 2 or self.repeats < 1 or self.timeout <= 0:
             raise RunRefused("steps must be >= 2, repeats >= 1 and timeout > 0")
         if self.reader not in READERS:
-            raise RunRefused(f"unknown reader {self.reader!r}; choose oracle or openai")
+            raise RunRefused(f"unknown reader {self.reader!r}; choose one of {', '.join(sorted(READERS))}")
         if self.output.exists() and any(self.output.iterdir()):
             raise RunRefused(f"output directory {self.output} is not empty; every run writes to a new directory")
         get_policy(self.policy)
@@ -79,8 +84,9 @@ class RunConfig:
 class MCPSession:
     """One MCP session of one attempt (a `reader.Session`): calls recorded as {name, input, output, error}."""
 
-    def __init__(self, client: MCPClient, schemas_json: str, tool_names: list[str]) -> None:
+    def __init__(self, client: MCPClient, schemas_json: str, tool_names: list[str], server: McpServer) -> None:
         self.client = client
+        self.server = server
         self.schemas_json = schemas_json
         self.tool_names = tool_names
         self.tools: list[ToolSchema] = json.loads(schemas_json)
@@ -128,12 +134,34 @@ def _mcp_params(mcp_bin: str | None, url: str, cert: Path, scope: str, home: Pat
     )
 
 
+def _mcp_server(params: StdioServerParameters, home: Path) -> McpServer:
+    """The command of `params` for a reader that starts it itself: only DEMARKUS_HOME is
+    added to that reader's environment (which has no DEMARKUS_* of its own)."""
+    env = params.env or {}
+    return McpServer(
+        command=(params.command, *params.args),
+        environment={"DEMARKUS_HOME": env["DEMARKUS_HOME"]},
+        workdir=home,
+    )
+
+
 def make_reader(config: RunConfig, corpus: Corpus, rubric: Mapping[str, RubricEntry]) -> Reader:
     """The reader `config` names; its module is imported only when it runs (`implementation.READERS`)."""
     if config.reader == "oracle":
         from .oracle import OracleReader
 
         return OracleReader(corpus, rubric)
+    if config.reader == "opencode":
+        from .opencode_reader import OpenCodeReader
+
+        return OpenCodeReader.from_options(
+            config.opencode_bin,
+            config.model,
+            config.base_url,
+            config.api_key_env,
+            max_output_tokens=config.max_output_tokens,
+            prefix=config.opencode_prefix,
+        )
     from .openai_reader import OpenAIReader
 
     return OpenAIReader.from_options(
@@ -180,6 +208,12 @@ async def run_eval(config: RunConfig) -> Report:
         "expected_attempts": len(questions) * config.repeats,
         "implementation_entries": entry_modules(config.reader),
     }
+    if config.reader == "opencode":
+        from .opencode_reader import OpenCodeReader
+
+        assert isinstance(reader, OpenCodeReader)
+        spec["opencode_version"] = reader.version
+        spec["reader_config_hash"] = reader.config_hash(config.steps)
     config.output.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="demarkus-eval-") as tmp_name:
         tmp = Path(tmp_name)
@@ -221,6 +255,18 @@ async def run_eval(config: RunConfig) -> Report:
     report = build_report(spec, hashes, attempts, lifecycle, generated=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
     write_outputs(report, config.output)
     return report
+
+
+def describe_failure(exc: Exception, timeout: float) -> str:
+    """What went wrong in an attempt, in one line. The MCP client's task group wraps what
+    happened inside it (the attempt's timeout among it) in an exception group: the leaves
+    are what happened."""
+    leaves: list[BaseException] = [exc]
+    while any(isinstance(leaf, BaseExceptionGroup) for leaf in leaves):
+        leaves = [e for leaf in leaves for e in (leaf.exceptions if isinstance(leaf, BaseExceptionGroup) else (leaf,))]
+    if any(isinstance(leaf, TimeoutError) for leaf in leaves):
+        return f"attempt timed out after {timeout} s"
+    return "; ".join(f"{type(leaf).__name__}: {leaf}" for leaf in leaves)
 
 
 def progress_line(attempt: Attempt, done: int, total: int, width: int = 20) -> str:
@@ -284,7 +330,8 @@ async def _attempt(
     result: AttemptResult = {"final": None, "usage": {}, "usage_complete": False, "turns": 0}
     session: MCPSession | None = None
     try:
-        async with MCPClient(_mcp_params(config.mcp_bin, url, cert, scope, home)) as client:
+        params = _mcp_params(config.mcp_bin, url, cert, scope, home)
+        async with MCPClient(params) as client:
             listed = (await client.list_tools()).tools
             names = sorted(t.name for t in listed)
             schemas = [
@@ -295,19 +342,17 @@ async def _attempt(
                 raise RunRefused(f"the MCP server offers {names}, expected exactly the read tools {list(READ_TOOLS)}")
             lifecycle["startup_verified"] = True
             lifecycle["tool_names"] = names
-            session = MCPSession(client, json.dumps(schemas, sort_keys=True), names)
+            session = MCPSession(client, json.dumps(schemas, sort_keys=True), names, _mcp_server(params, home))
             result = await asyncio.wait_for(reader.attempt(question, session, policy, config.steps), config.timeout)
     except RunRefused:
         raise
-    except TimeoutError:
-        errors.append(f"attempt timed out after {config.timeout} s")
     except Exception as exc:
-        errors.append(f"{type(exc).__name__}: {exc}")
+        errors.append(describe_failure(exc, config.timeout))
     elapsed = (time.perf_counter() - started) * 1000
     calls = session.calls if session is not None else []
     usage = result.get("usage") or {}
     usage_total = usage.get("input", 0) + usage.get("output", 0) + usage.get("reasoning", 0)
-    by_tool = Counter(c["name"] for c in calls)
+    by_tool = Counter(tool_name(c) for c in calls)
     score = score_attempt(question, rubric[question.id], calls, result.get("final"), corpus)
     attempt: Attempt = {
         "task": question.id,
@@ -330,6 +375,10 @@ async def _attempt(
         },
         "score": score,
     }
+    if "session" in result:
+        attempt["trace"]["session"] = result["session"]
+    if "turn_usage" in result:
+        attempt["trace"]["turn_usage"] = result["turn_usage"]
     if result.get("errors"):
         errors.extend(result.get("errors", []))
     if errors:

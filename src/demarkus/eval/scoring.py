@@ -151,7 +151,7 @@ def relation_expansions(calls: Iterable[CallRecord]) -> int:
     return sum(
         1
         for call in calls
-        if _tool(call) == "mark_lookup" and not call.get("error")
+        if tool_name(call) == "mark_lookup" and not call.get("error")
         for block in lookup_blocks(call.get("output") or "")
         if block.related
     )
@@ -163,7 +163,7 @@ def observations(calls: Iterable[CallRecord]) -> list[Observation]:
     for call in calls:
         if call.get("error"):
             continue
-        tool, output = _tool(call), call.get("output") or ""
+        tool, output = tool_name(call), call.get("output") or ""
         if tool == "mark_lookup":
             for path, version, anchor, text, related in lookup_blocks(output):
                 seen.append(Observation(path, version, anchor, normalize(text), related))
@@ -181,7 +181,9 @@ def observations(calls: Iterable[CallRecord]) -> list[Observation]:
     return seen
 
 
-def _tool(call: CallRecord) -> str:
+def tool_name(call: CallRecord) -> str:
+    """The MCP tool a call used, without the `fixture_` prefix OpenCode gives the tools of
+    the server it knows by that name."""
     name = str(call.get("name", ""))
     return name.split("_", 1)[1] if name.startswith("fixture_") else name
 
