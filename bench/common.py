@@ -181,9 +181,9 @@ def shown(path: Path) -> str:
     """`path` as a result records it: relative to the repository when it lies beside or
     inside it (`../shared/worlds/peps`, `src/demarkus/worlds/demo`), so no machine's
     folders end up in committed results; else as given."""
-    resolved = path.resolve()
-    if resolved.is_relative_to(REPO.parent):
-        return os.path.relpath(resolved, REPO)
+    for candidate in (path.absolute(), path.resolve()):  # the first keeps a linked `shared`
+        if candidate.is_relative_to(REPO.parent):
+            return os.path.relpath(candidate, REPO)
     return str(path)
 
 

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from demarkus.index.query import (
+    SNIPPET_BACK,
+    SNIPPET_LEAD,
     SNIPPET_MAX_BYTES,
     STOP_WORDS,
     Candidate,
@@ -21,6 +26,7 @@ from demarkus.index.query import (
     rank,
     shape_snippet,
     snippet,
+    tokens,
     words,
 )
 
@@ -144,6 +150,76 @@ def test_snippet_windows_are_one_line_within_the_byte_limit(text: str, hits: set
     shaped = snippet(text, hits)
     assert len(shaped.encode("utf-8")) <= SNIPPET_MAX_BYTES
     assert "\n" not in shaped
+
+
+_REFERENCE_WORD = re.compile(r"[^\W_]+")
+
+
+@given(st.text())
+def test_tokens_are_the_words_split_then_lowercased_and_for_ascii_the_words(text: str) -> None:
+    assert tokens(text) == [w.lower() for w in _REFERENCE_WORD.findall(text)]
+    ascii_text = text.encode("ascii", errors="replace").decode("ascii")
+    assert tokens(ascii_text) == words(ascii_text)
+
+
+def test_a_text_that_lowercases_into_other_runs_keeps_its_split_runs() -> None:
+    text = "İstanbul"  # lower() adds a combining mark, which splits `words`
+    assert tokens(text) == ["i̇stanbul"]
+    assert words(text) == ["i", "stanbul"]
+
+
+def reference_snippet(text: str, hit_words: set[str], size: int) -> str:
+    """`snippet` as first written (a set per window): the sliding window must agree."""
+    split = [w.lower() for w in _REFERENCE_WORD.findall(text)]
+    hits = [i for i, w in enumerate(split) if w in hit_words]
+    begin = 0
+    if hits:
+        best, first, last, right = (0, 0), 0, 0, 0
+        for left, at in enumerate(hits):
+            while right < len(hits) and hits[right] < at + size:
+                right += 1
+            window = hits[left:right]
+            key = (len({split[i] for i in window}), len(window))
+            if key > best:
+                best, first, last = key, at, window[-1]
+        low = max(0, first - SNIPPET_BACK)
+        spans = list(itertools.islice(_REFERENCE_WORD.finditer(text), low, last + 1))
+        begin = spans[max(0, first - SNIPPET_LEAD - low)].start()
+        for j in range(first - low, -1, -1):
+            before = text[spans[j - 1].end() : spans[j].start()] if j else text[: spans[0].start()]
+            if j + low == 0 or re.search(r"[.!?:;]\s|\n", before):
+                begin = spans[j].start() if j + low else 0
+                break
+        end = spans[-1].end()
+        if begin and end < SNIPPET_MAX_BYTES:
+            head = re.sub(r"\s+", " ", text[:end]).strip().encode("utf-8")
+            if len(head) < SNIPPET_MAX_BYTES - len("…".encode()):
+                begin = 0
+    piece = text[begin : begin + SNIPPET_MAX_BYTES * 2]
+    shaped = shape_snippet(("…" if begin else "") + piece)
+    if begin + len(piece) < len(text) and not shaped.endswith("…"):
+        shaped = shape_snippet(shaped + "…")
+    return shaped
+
+
+_PIECES = ["ab", "Cd", "ef", "gh", "ij", "kl", "mnop", "É", "x_y", ". ", "\n", ", ", ": "]
+
+
+@given(
+    st.lists(st.sampled_from(_PIECES), min_size=100, max_size=300).map(" ".join),
+    st.sets(st.sampled_from(["ab", "cd", "ef", "é", "x"])),
+    st.sampled_from([3, 5, 30]),
+)
+def test_the_sliding_window_picks_what_a_set_per_window_picks(text: str, hit_words: set[str], size: int) -> None:
+    expected = reference_snippet(text, hit_words, size)
+    assert snippet(text, hit_words, size=size) == expected
+    assert snippet(text, hit_words, size=size, split=tokens(text)) == expected
+
+
+def test_snippet_takes_its_words_once_when_given() -> None:
+    text = "Alpha beta. Gamma delta release notes, and the release manager."
+    assert snippet(text, {"release"}, split=tokens(text)) == snippet(text, {"release"})
+    assert list(itertools.islice(tokens(text), 3)) == ["alpha", "beta", "gamma"]
 
 
 # --- ranking -----------------------------------------------------------------------------

@@ -39,7 +39,8 @@ import json
 import logging
 import sqlite3
 import threading
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
@@ -63,6 +64,7 @@ from .query import (
     rank,
     snippet,
     term_weights,
+    tokens,
     words,
 )
 
@@ -366,22 +368,7 @@ class SectionIndex:
         title = derive_title(path, metadata, body)
         tags = parse_tags(metadata.get("tags"))
         meta_text = "\n".join((title, *tags))
-        outline = parse_outline(body)
-        rows: list[tuple[str, str, str, str]] = []  # anchor, heading, trail, text
-        rows.append(("", "", "", _text(outline.preamble)))
-        titles: dict[str, str] = {}
-        parents: dict[str, str | None] = {}
-        for section in outline.sections:
-            titles[section.anchor] = section.title
-            parents[section.anchor] = section.parent
-            trail: list[str] = [section.title]
-            up = section.parent
-            while up is not None:
-                trail.append(titles[up])
-                up = parents[up]
-            text = _text(body[section.heading_end : section.own_end])
-            if text.strip():
-                rows.append((section.anchor, section.title, "\n".join(reversed(trail)), text))
+        rows = section_rows(body)
         importance = parse_importance(metadata.get("importance"))
         with self._transaction(), self._reported():
             self._delete(path)
@@ -479,9 +466,10 @@ class SectionIndex:
             found: dict[int, _Row] = {}
             any_expr = match_any(selective)
             candidate_expr = f"({any_expr}) AND {match_any(selective, ('trail', 'body'))}"
-            for row in self._candidates(snap, candidate_expr, scope, judge, catalog=False, limit=limit):
+            narrow = scope != "/" and self._narrow(snap, scope)
+            for row in self._candidates(snap, candidate_expr, scope, narrow, judge, catalog=False, limit=limit):
                 found[row.key] = row
-            for row in self._candidates(snap, match_all(terms), scope, judge, catalog=True, limit=limit):
+            for row in self._candidates(snap, match_all(terms), scope, narrow, judge, catalog=True, limit=limit):
                 if row.key not in found or found[row.key].relevance < row.relevance:
                     found[row.key] = row
             if not found:
@@ -533,10 +521,11 @@ class SectionIndex:
         return out
 
     def _candidates(
-        self, snap: _Snapshot, expr: str, scope: str, judge: _Judge, *, catalog: bool, limit: int
+        self, snap: _Snapshot, expr: str, scope: str, narrow: bool, judge: _Judge, *, catalog: bool, limit: int
     ) -> list[_Row]:
         """Up to `ranking.candidates` (at least `limit`) rows matching `expr`, best BM25
-        first, that are in scope and pass the filter and the visibility check. `catalog`
+        first, that are in scope and pass the filter and the visibility check (`narrow`:
+        restrict to the scope in SQL, see `_narrow`). `catalog`
         searches the one-row-per-document title/tags table (its BM25 scaled by the title
         weight) instead of the sections."""
         r = self.ranking
@@ -546,7 +535,7 @@ class SectionIndex:
         else:
             inner = "SELECT rowid AS id, -bm25(fts, ?, ?, ?) AS relevance FROM fts WHERE fts MATCH ?"
             params = [r.title_weight, r.trail_weight, r.body_weight, expr]
-        if scope != "/" and self._narrow(snap, scope):
+        if narrow:
             # unary + keeps SQLite from probing FTS5 once per id: one scan, then a set test
             inner += " AND +rowid IN (SELECT id FROM sections WHERE path = ? OR (path > ? AND path < ?))"
             params += [scope, scope + "/", scope + "0"]  # "0" sorts right after "/"
@@ -571,10 +560,13 @@ class SectionIndex:
         """True when the scope holds under half the documents: then SQL restricts the rows
         before ranking; a wide scope is cheaper to filter afterwards (fetching more if
         too many rows fall outside it)."""
-        inside: int = snap.db.execute(
-            "SELECT count(*) FROM documents WHERE path = ? OR (path > ? AND path < ?)",
-            (scope, scope + "/", scope + "0"),
-        ).fetchone()[0]
+        inside = self._counts.get(snap.generation, ("scope", scope))
+        if inside is None:
+            inside = snap.db.execute(
+                "SELECT count(*) FROM documents WHERE path = ? OR (path > ? AND path < ?)",
+                (scope, scope + "/", scope + "0"),
+            ).fetchone()[0]
+            self._counts.put(snap.generation, ("scope", scope), inside)
         return inside * 2 < self._count(snap, "documents")
 
     def _documents_for(self, snap: _Snapshot, paths: Collection[str]) -> dict[str, _Document]:
@@ -639,12 +631,32 @@ class SectionIndex:
             "SELECT fts.rowid, fts.body FROM json_each(?) AS keys CROSS JOIN fts ON fts.rowid = keys.value",
             (json.dumps(list(keys)),),
         ):
-            found = sorted(set(words(text)))
-            hit_words = {
-                w for w, stems in zip(found, self._stemmer.stems(found), strict=True) if wanted.intersection(stems)
-            }
-            out[key] = snippet(text, hit_words)
+            split = tokens(text)
+            distinct = set(split) if text.isascii() else set(words(text))  # the same for ASCII
+            out[key] = snippet(text, self._stemmer.matching(distinct, wanted), split=split)
         return out
+
+
+def section_rows(body: bytes) -> list[tuple[str, str, str, str]]:
+    """The rows one document gets, as (anchor, heading, trail, text): the bare-path row
+    (anchor "", the preamble), then each section with text of its own (see the module
+    docstring)."""
+    outline = parse_outline(body)
+    rows: list[tuple[str, str, str, str]] = [("", "", "", _text(outline.preamble))]
+    titles: dict[str, str] = {}
+    parents: dict[str, str | None] = {}
+    for section in outline.sections:
+        titles[section.anchor] = section.title
+        parents[section.anchor] = section.parent
+        trail: list[str] = [section.title]
+        up = section.parent
+        while up is not None:
+            trail.append(titles[up])
+            up = parents[up]
+        text = _text(body[section.heading_end : section.own_end])
+        if text.strip():
+            rows.append((section.anchor, section.title, "\n".join(reversed(trail)), text))
+    return rows
 
 
 def _inside(path: str, scope: str) -> bool:
@@ -681,7 +693,8 @@ class _Judge:
         visible: Callable[[str], bool],
         load: Callable[[Collection[str]], dict[str, _Document]],
     ) -> None:
-        self._flt = flt
+        # a filter without clauses accepts every document: skip loading them
+        self._flt = flt if flt is not None and flt != Filter() else None
         self._visible = visible
         self._load = load
         self._verdicts: dict[str, bool] = {}
@@ -738,6 +751,23 @@ class _Stemmer:
                 self._cache.update(kept)
             known.update(fresh)
         return [known[w] for w in words]
+
+    def matching(self, words: Iterable[str], wanted: AbstractSet[str]) -> set[str]:
+        """The words among `words` with a token in `wanted`: `stems` without building a
+        list for every word of a long text (most are cached and most do not match)."""
+        cache = self._cache
+        out: set[str] = set()
+        missing: list[str] = []
+        for word in words:
+            held = cache.get(word)
+            if held is None:
+                missing.append(word)
+            elif not wanted.isdisjoint(held):
+                out.add(word)
+        if missing:
+            missing.sort()
+            out.update(w for w, held in zip(missing, self.stems(missing), strict=True) if not wanted.isdisjoint(held))
+        return out
 
     def _tokenize(self, words: Sequence[str]) -> dict[str, tuple[str, ...]]:
         self._db.execute("BEGIN")
