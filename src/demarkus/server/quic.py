@@ -92,8 +92,9 @@ class _Connection(QuicConnectionProtocol):
                 shutting_down = ServerError("The server is shutting down. Retry in a moment.")
                 self._refuse(stream_id, self.intake.refuse(stream_id, shutting_down, end), time.perf_counter())
                 return
-            timer = self._loop.call_later(READ_TIMEOUT, self._expire, stream_id)
-            self._arriving[stream_id] = (time.perf_counter(), timer)
+            if not end:  # a request whole in its first bytes (most are) needs no timer
+                timer = self._loop.call_later(READ_TIMEOUT, self._expire, stream_id)
+                self._arriving[stream_id] = (time.perf_counter(), timer)
         outcome = self.intake.receive(stream_id, data, end)
         if outcome is None:
             return
