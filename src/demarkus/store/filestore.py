@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -67,16 +67,16 @@ class StoredVersion:
     body: bytes
     raw: bytes
     modified: datetime
+    etag: str = field(init=False, repr=False, compare=False)
+    """Lowercase hex SHA-256 of the whole version file, store frontmatter included."""
+    content_hash: str = field(init=False, repr=False, compare=False)
+    """`sha256-<hex>` of the body alone, the document's content address."""
 
-    @property
-    def etag(self) -> str:
-        """Lowercase hex SHA-256 of the whole version file, store frontmatter included."""
-        return sha256_tag(self.raw).removeprefix("sha256-")
-
-    @property
-    def content_hash(self) -> str:
-        """`sha256-<hex>` of the body alone, the document's content address."""
-        return sha256_tag(self.body)
+    def __post_init__(self) -> None:
+        # Once per parse, not per request: a FETCH answer carries both, and a parsed
+        # version is kept (see `_load`).
+        object.__setattr__(self, "etag", sha256_tag(self.raw).removeprefix("sha256-"))
+        object.__setattr__(self, "content_hash", sha256_tag(self.body))
 
 
 @dataclass(frozen=True, slots=True)
