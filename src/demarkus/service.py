@@ -248,6 +248,12 @@ class Service(VerbMethods):
 
     # --- the seam -------------------------------------------------------------------------
 
+    @staticmethod
+    def quick(request: Request) -> bool:
+        """Whether `request` is answered on the caller's loop (`INLINE`): a caller that
+        may block its loop for that long can call `handle` directly and skip a task."""
+        return request.verb in INLINE
+
     async def request(self, request: Request) -> Response:
         """`handle`, on a worker thread unless the verb is quick (`INLINE`): a slow request
         never stalls the caller's event loop."""

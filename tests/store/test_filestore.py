@@ -315,6 +315,22 @@ def test_a_directory_symlink_planted_inside_the_root_is_refused(store: FileStore
     assert not (outside / "new.md").exists()
 
 
+def test_a_folder_swapped_for_a_symlink_after_a_read_is_refused(store: FileStore, tmp_path: Path) -> None:
+    """The store remembers how a path maps to disk, but asks the disk on every read."""
+    store.write("/docs/doc.md", b"inside", {})
+    assert store.read("/docs/doc.md").body == b"inside"
+    outside = tmp_path / "outside"
+    FileStore(outside).write("/doc.md", b"outside", {})
+    (store.root / "docs").rename(tmp_path / "moved")
+    (store.root / "docs").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(NotFoundError, match="symbolic link"):
+        store.read("/docs/doc.md")
+    (store.root / "docs").unlink()
+    (store.root / "docs").write_bytes(b"a file where the folder was")
+    with pytest.raises(NotFoundError, match="`docs` is not a directory"):
+        store.read("/docs/doc.md")
+
+
 def test_a_planted_versions_symlink_is_refused(store: FileStore, tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     FileStore(outside).write("/doc.md", b"outside", {})

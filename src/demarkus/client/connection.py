@@ -187,7 +187,9 @@ class MarkConnection(QuicConnectionProtocol):
         stream_id = self._quic.get_next_available_stream_id()
         self._quic.send_stream_data(stream_id, data, end_stream=True)
         answer = self._answers[stream_id] = _Answer(self._loop.create_future())
-        self.transmit()
+        # Sent on this turn of the event loop, together with every request of the turn
+        # (as aioquic's stream writers do), not in datagrams of its own.
+        self._transmit_soon()
         return stream_id, answer.done
 
     def abandon(self, stream_id: int) -> None:

@@ -31,6 +31,7 @@ from aioquic.quic.connection import QuicConnection
 
 from ..errors import BadRequestError, DemarkusError, ServerError
 from ..protocol import (
+    Request,
     Response,
     Status,
     encode_response,
@@ -91,8 +92,9 @@ class _Connection(QuicConnectionProtocol):
                 shutting_down = ServerError("The server is shutting down. Retry in a moment.")
                 self._refuse(stream_id, self.intake.refuse(stream_id, shutting_down, end), time.perf_counter())
                 return
-            timer = self._loop.call_later(READ_TIMEOUT, self._expire, stream_id)
-            self._arriving[stream_id] = (time.perf_counter(), timer)
+            if not end:  # a request whole in its first bytes (most are) needs no timer
+                timer = self._loop.call_later(READ_TIMEOUT, self._expire, stream_id)
+                self._arriving[stream_id] = (time.perf_counter(), timer)
         outcome = self.intake.receive(stream_id, data, end)
         if outcome is None:
             return
@@ -101,8 +103,7 @@ class _Connection(QuicConnectionProtocol):
             self._refuse(stream_id, outcome, started)
             self._server.settle()
         else:
-            task = asyncio.ensure_future(self._answer(stream_id, outcome, started))
-            self._answering[stream_id] = task
+            self._dispatch(stream_id, outcome, started)
 
     def _expire(self, stream_id: int) -> None:
         refusal = self.intake.expire(
@@ -132,39 +133,66 @@ class _Connection(QuicConnectionProtocol):
         if not refusal.finished:
             with contextlib.suppress(ValueError):  # the stream is already gone
                 self._quic.stop_stream(stream_id, REFUSED)
-            self.transmit()
+        self.transmit()  # from a timer too (READ_TIMEOUT), not only from aioquic's events
         if sent:
             _log_access("-", "-", response, started)
 
-    async def _answer(self, stream_id: int, data: bytes, started: float) -> None:
-        verb, path = "-", "-"
+    def _dispatch(self, stream_id: int, data: bytes, started: float) -> None:
+        """Answer a complete request: a quick one (`Service.quick`) at once, in this
+        callback, so its answer leaves in the datagrams aioquic sends when the callback
+        returns; any other on a task that awaits the service's worker threads."""
         try:
-            try:
-                request = parse_request(data)
-                del data  # the parsed request holds what is needed while it is answered
-                verb, path = request.verb.value, request.path
-                response = await self._server.service.request(request)
-            except DemarkusError as exc:  # malformed input: an answer, not a failure
-                response = response_for_error(exc)
-            except Exception:  # the top of a stream: log it and keep serving the others
-                log.exception("%s %s failed", verb, path)
-                response = error_response(Status.SERVER_ERROR, "The server failed to answer this request. Retry it.")
+            request = parse_request(data)
+        except DemarkusError as exc:  # malformed input: an answer, not a failure
+            self._reply(stream_id, "-", "-", response_for_error(exc), started, flush=False)
+            return
+        del data  # the parsed request holds what is needed while it is answered
+        if not self._server.service.quick(request):
+            task = asyncio.ensure_future(self._answer(stream_id, request, started))
+            self._answering[stream_id] = task
+            return
+        try:
+            response = self._server.service.handle(request)
+        except Exception:  # the top of a stream: log it and keep serving the others
+            response = _failed(request)
+        self._reply(stream_id, request.verb.value, request.path, response, started, flush=False)
+
+    async def _answer(self, stream_id: int, request: Request, started: float) -> None:
+        response: Response | None = None
+        try:
+            response = await self._server.service.request(request)
+        except Exception:  # the top of a stream: log it and keep serving the others
+            response = _failed(request)
+        finally:
+            self._answering.pop(stream_id, None)
+            if response is None:  # cancelled: the connection ended
+                self.intake.finish(stream_id)
+                self._server.settle()
+        self._reply(stream_id, request.verb.value, request.path, response, started, flush=True)
+
+    def _reply(self, stream_id: int, verb: str, path: str, response: Response, started: float, *, flush: bool) -> None:
+        """Send an answer and give back what its request held. `flush`: have the answer's
+        datagrams sent on this turn of the event loop, once for every answer of the turn
+        (as a bare aioquic server's stream writers do); without it the caller is inside
+        aioquic's event handling, which sends them when it returns."""
+        try:
             if not self._send(stream_id, response):
                 log.info("%s %s: the client stopped the stream; the answer was not sent", verb, path)
                 return
+            if flush:
+                self._transmit_soon()
             _log_access(verb, path, response, started)
         finally:
-            self._answering.pop(stream_id, None)
             self.intake.finish(stream_id)
             self._server.settle()
 
     def _send(self, stream_id: int, response: Response) -> bool:
-        """Write a whole answer and finish the stream; False if the client stopped it."""
+        """Write a whole answer and finish the stream; False if the client stopped it.
+        Nothing leaves until the connection transmits."""
         try:
             self._quic.send_stream_data(stream_id, encode_response(response), end_stream=True)
         except (RuntimeError, ValueError):  # reset after a STOP_SENDING, or already gone
             return False
-        self.transmit()
         return True
 
     def _terminated(self) -> None:
@@ -232,6 +260,11 @@ class MarkServer:
             self._server.close()
             self._server = None
             await asyncio.sleep(0)  # the datagram transport releases its socket on the next tick
+
+
+def _failed(request: Request) -> Response:
+    log.exception("%s %s failed", request.verb.value, request.path)
+    return error_response(Status.SERVER_ERROR, "The server failed to answer this request. Retry it.")
 
 
 def _log_access(verb: str, path: str, response: Response, started: float) -> None:

@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -48,6 +48,11 @@ _CACHE_ENTRIES = 2048
 _CACHE_MAX_FILE = 256 * 1024
 """Parsed version files kept in memory: a file is immutable until an archive flag flip,
 which replaces it (new inode), so (path, inode, mtime, size) identifies its bytes."""
+_ROUTES = 4096
+_ROUTE_CHARS = 4 * 1024 * 1024
+"""Request paths whose mapping to disk is remembered (pure: a path always maps to the same
+names; the disk is still asked on every request), at most this many and this many
+characters of paths (deep paths hold a disk name per folder on the way)."""
 _KEY_RE = re.compile(r"[a-z0-9-]+")
 
 
@@ -62,16 +67,16 @@ class StoredVersion:
     body: bytes
     raw: bytes
     modified: datetime
+    etag: str = field(init=False, repr=False, compare=False)
+    """Lowercase hex SHA-256 of the whole version file, store frontmatter included."""
+    content_hash: str = field(init=False, repr=False, compare=False)
+    """`sha256-<hex>` of the body alone, the document's content address."""
 
-    @property
-    def etag(self) -> str:
-        """Lowercase hex SHA-256 of the whole version file, store frontmatter included."""
-        return sha256_tag(self.raw).removeprefix("sha256-")
-
-    @property
-    def content_hash(self) -> str:
-        """`sha256-<hex>` of the body alone, the document's content address."""
-        return sha256_tag(self.body)
+    def __post_init__(self) -> None:
+        # Once per parse, not per request: a FETCH answer carries both, and a parsed
+        # version is kept (see `_load`).
+        object.__setattr__(self, "etag", sha256_tag(self.raw).removeprefix("sha256-"))
+        object.__setattr__(self, "content_hash", sha256_tag(self.body))
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +112,8 @@ class FileStore:
         self._by_hash: dict[str, frozenset[str]] = {}
         self._hash_of: dict[str, str] = {}
         self._parsed: dict[tuple[str, int, int, int], StoredVersion] = {}
+        self._routes: dict[str, layout.Route] = {}
+        self._route_chars = 0
         with self._write_lock():
             self._recover_tree()
         for path in self.documents():
@@ -326,7 +333,16 @@ class FileStore:
     # --- internals -----------------------------------------------------------------------
 
     def _locate(self, path: str) -> Location:
-        return layout.locate(self._root, path)
+        """`layout.locate`, its pure half (`layout.route`) remembered per path."""
+        found = self._routes.get(path)
+        if found is None:
+            found = layout.route(self._root, path)
+            if len(self._routes) >= _ROUTES or self._route_chars + found.chars > _ROUTE_CHARS:
+                self._routes.clear()  # simple and bounded; a cold path costs one route
+                self._route_chars = 0
+            self._routes[path] = found
+            self._route_chars += found.chars
+        return layout.follow(found)
 
     def _set_archived(self, path: str, archived: bool) -> StoredVersion:
         """Rewrite the tip's `archived:` line; only the tip changes, so the chain holds."""
@@ -355,7 +371,7 @@ class FileStore:
             st = os.lstat(file)
         except FileNotFoundError:
             raise NotFoundError(_missing_version_message(loc, number)) from None
-        key = (str(file), st.st_ino, st.st_mtime_ns, st.st_size)
+        key = (file, st.st_ino, st.st_mtime_ns, st.st_size)
         cached = self._parsed.get(key)
         if cached is not None and cached.path == loc.path:
             return cached

@@ -23,7 +23,7 @@ import re
 import stat
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -41,25 +41,43 @@ _VERSION_NAME_RE = re.compile(r"(.+)\.v([1-9][0-9]*)")
 
 @dataclass(frozen=True, slots=True)
 class Location:
-    """A request path mapped to disk, already checked to stay inside the root."""
+    """A request path mapped to disk, already checked to stay inside the root. Its disk
+    names are made once, when it is made: a read asks for them several times."""
 
     path: str
     directory: Path
     name: str
+    file: Path = field(init=False, repr=False, compare=False)
+    versions_dir: Path = field(init=False, repr=False, compare=False)
+    _version_prefix: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def file(self) -> Path:
-        return self.directory / self.name
+    def __post_init__(self) -> None:
+        versions_dir = self.directory / VERSIONS
+        object.__setattr__(self, "file", self.directory / self.name)
+        object.__setattr__(self, "versions_dir", versions_dir)
+        object.__setattr__(self, "_version_prefix", f"{versions_dir}/{self.name}.v")
 
-    @property
-    def versions_dir(self) -> Path:
-        return self.directory / VERSIONS
-
-    def version_file(self, number: int) -> Path:
-        return self.versions_dir / f"{self.name}.v{number}"
+    def version_file(self, number: int) -> str:
+        return f"{self._version_prefix}{number}"
 
     def child(self, name: str) -> Location:
         return Location(join(self.path, name), self.file, name)
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """Where a request path leads, before the disk is asked (see `route`): its `Location`
+    and the directories on the way, each with its request segment."""
+
+    path: str
+    """The request path as asked, for messages."""
+    location: Location
+    hops: tuple[tuple[str, str], ...]
+
+    @property
+    def chars(self) -> int:
+        """Characters of the names it holds, for a bound on the routes kept."""
+        return 2 * len(self.path) + len(str(self.location.file)) + sum(len(hop) for hop, _ in self.hops)
 
 
 def locate(root: Path, path: str) -> Location:
@@ -69,21 +87,46 @@ def locate(root: Path, path: str) -> Location:
         BadRequestError: a malformed path or a reserved segment.
         NotFoundError: the path leaves the root (`..` or a planted symlink).
     """
+    return follow(route(root, path))
+
+
+def route(root: Path, path: str) -> Route:
+    """The pure half of `locate`: the checked segments mapped under `root` (no disk
+    access, so a store may keep the answer for a path).
+
+    Raises:
+        BadRequestError: a malformed path or a reserved segment.
+        NotFoundError: a `..` segment.
+    """
     segments = check_segments(path)
     directory = root
+    hops = []
     for segment in segments[:-1]:
         directory = directory / segment
+        hops.append((str(directory), segment))
+    location = Location("/" + "/".join(segments), directory, segments[-1] if segments else "")
+    return Route(path, location, tuple(hops))
+
+
+def follow(route: Route) -> Location:
+    """The disk half of `locate`, on every request: no directory on the way may be a
+    symlink or something other than a directory (one may be missing: nothing is there).
+
+    Raises:
+        NotFoundError: the path passes through a symlink or a file.
+    """
+    for directory, segment in route.hops:
         try:
             mode = os.lstat(directory).st_mode
         except FileNotFoundError:
             continue
         if stat.S_ISLNK(mode):
             raise NotFoundError(
-                f"`{path}` passes through a symbolic link, which could leave the document root; it is not served"
+                f"`{route.path}` passes through a symbolic link, which could leave the document root; it is not served"
             )
         if not stat.S_ISDIR(mode):
-            raise NotFoundError(f"`{path}` is not found: `{segment}` is not a directory")
-    return Location("/" + "/".join(segments), directory, segments[-1] if segments else "")
+            raise NotFoundError(f"`{route.path}` is not found: `{segment}` is not a directory")
+    return route.location
 
 
 def check_segments(path: str) -> list[str]:
