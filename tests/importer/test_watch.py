@@ -146,3 +146,32 @@ async def test_a_folder_that_cannot_be_watched_fails_at_once(tmp_path: Path):
     with pytest.raises(FileNotFoundError):
         await asyncio.wait_for(sync.run(asyncio.Event()), 10)
     service.close()
+
+
+async def test_a_folder_named_through_a_symlink_is_followed(tmp_path: Path):
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "a.md").write_text("# A\n\nFirst words.\n")
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    root = tmp_path / "store"
+    root.mkdir()
+    service = Service.open(root, trusted=True)
+    reports: asyncio.Queue[str] = asyncio.Queue()
+    sync = FolderSync(Source(link, "/"), Target(service), reports.put_nowait)
+    stop = asyncio.Event()
+    caught: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    task = asyncio.create_task(sync.run(stop, caught_up=lambda _summary: caught.set_result(None)))
+    try:
+        await asyncio.wait_for(asyncio.shield(caught), 10)
+        run = Followed(sync, Tools(LocalResolver(service, AUTHORITY, GraphStore(None), scope="/")), reports)
+        (real / "a.md").write_text("# A\n\nSecond words.\n")
+
+        async def edited() -> bool:
+            return "/a.md" in await run.lookup("second words")
+
+        await run.until(edited, "an edit under a folder named through a symlink")
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 10)
+        service.close()

@@ -49,16 +49,19 @@ class Batch:
         return sorted({r.path for r in self.results if r.outcome in moved and r.path})
 
 
-def _relative(folder: Path, changed: str) -> str | None:
-    """The `/`-separated path inside `folder`, or None for what the import never reads
-    (hidden files and folders, paths outside)."""
-    try:
-        relative = Path(changed).relative_to(folder).as_posix()
-    except ValueError:
-        return None
-    if relative in ("", ".") or any(part.startswith(".") for part in relative.split("/")):
-        return None
-    return relative
+def _relative(folders: Iterable[Path], changed: str) -> str | None:
+    """The `/`-separated path inside the folder (named as given or resolved: the watcher
+    may report either), or None for what the import never reads (hidden files and
+    folders, paths outside)."""
+    for folder in folders:
+        try:
+            relative = Path(changed).relative_to(folder).as_posix()
+        except ValueError:
+            continue
+        if relative in ("", ".") or any(part.startswith(".") for part in relative.split("/")):
+            return None
+        return relative
+    return None
 
 
 async def apply_changes(source: Source, target: Target, changes: Iterable[tuple[Change, str]]) -> Batch:
@@ -66,7 +69,8 @@ async def apply_changes(source: Source, target: Target, changes: Iterable[tuple[
     document archived, by what is on disk now (the last event for a path does not need
     to be trusted: a file saved through a rename shows as deleted and added)."""
     folder = source.folder.absolute()
-    touched = sorted({r for _, path in changes if (r := _relative(folder, path)) is not None})
+    names = (folder, source.folder.resolve())
+    touched = sorted({r for _, path in changes if (r := _relative(names, path)) is not None})
     results: list[FileResult] = []
     for relative in touched:
         on_disk = folder / relative
