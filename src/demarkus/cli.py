@@ -614,6 +614,40 @@ def world_load(
 # --- import -----------------------------------------------------------------------------
 
 
+folder_target_options = [
+    click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path)),
+    click.argument("target", required=False),
+    click.option(
+        "--root", type=click.Path(file_okay=False, path_type=Path), help="A local store (created if missing)."
+    ),
+    click.option("--prefix", help="Document folder the files go under, e.g. /notes (default /)."),
+    click.option("--git", "use_git", is_flag=True, help="Each commit that changed a file becomes a version."),
+    click.option(
+        "--authority",
+        default=LOCAL_AUTHORITY,
+        show_default=True,
+        help="Identity of a local store for its relation graph (as demarkus mcp --authority).",
+    ),
+    click.option("--token", envvar="DEMARKUS_AUTH", help="Publish token for a mark:// target (or DEMARKUS_AUTH)."),
+    click.option("--ca", type=click.Path(exists=True, path_type=Path)),
+    click.option("--insecure", is_flag=True),
+]
+"""The folder and where it goes, shared by `import` and `sync`."""
+
+
+def with_folder_target(func: Callable[..., Any]) -> Callable[..., Any]:
+    for option in reversed(folder_target_options):
+        func = option(func)
+    return func
+
+
+def _check_folder_target(root: Path | None, target: str | None) -> None:
+    if (root is None) == (target is None):
+        raise click.UsageError("give exactly one of --root STORE or a mark://host[:port]/ target")
+    if target is not None and not target.startswith("mark://"):
+        raise click.UsageError(f"{target} is not a mark:// URL; pass --root STORE to use a local store")
+
+
 def _import_prefix(target: str | None, prefix: str | None) -> str:
     """The document folder: --prefix, or the path of a mark:// target."""
     from .protocol import canonical_path
@@ -625,21 +659,8 @@ def _import_prefix(target: str | None, prefix: str | None) -> str:
 
 
 @main.command(name="import")
-@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.argument("target", required=False)
-@click.option("--root", type=click.Path(file_okay=False, path_type=Path), help="A local store (created if missing).")
-@click.option("--prefix", help="Document folder to import under, e.g. /notes (default /).")
-@click.option("--git", "use_git", is_flag=True, help="Each commit that changed a file becomes a version.")
+@with_folder_target
 @click.option("--archive-missing", is_flag=True, help="Archive documents under the prefix whose file is gone.")
-@click.option(
-    "--authority",
-    default=LOCAL_AUTHORITY,
-    show_default=True,
-    help="Identity of a local store for its relation graph (as demarkus mcp --authority).",
-)
-@click.option("--token", envvar="DEMARKUS_AUTH", help="Publish token for a mark:// target (or DEMARKUS_AUTH).")
-@click.option("--ca", type=click.Path(exists=True, path_type=Path))
-@click.option("--insecure", is_flag=True)
 @_guard
 def import_command(
     folder: Path,
@@ -658,10 +679,7 @@ def import_command(
     exits 1 when a file was refused."""
     from .importer.command import run_import
 
-    if (root is None) == (target is None):
-        raise click.UsageError("give exactly one of --root STORE or a mark://host[:port]/ target")
-    if target is not None and not target.startswith("mark://"):
-        raise click.UsageError(f"{target} is not a mark:// URL; pass --root STORE to use a local store")
+    _check_folder_target(root, target)
     summary = run_import(
         folder,
         root=root,
@@ -681,21 +699,8 @@ def import_command(
 
 
 @main.command()
-@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.argument("target", required=False)
-@click.option("--root", type=click.Path(file_okay=False, path_type=Path), help="A local store (created if missing).")
-@click.option("--prefix", help="Document folder to keep in step, e.g. /notes (default /).")
-@click.option("--git", "use_git", is_flag=True, help="Each commit that changed a file becomes a version.")
+@with_folder_target
 @click.option("--watch", is_flag=True, help="Go on: publish every saved change until Ctrl-C.")
-@click.option(
-    "--authority",
-    default=LOCAL_AUTHORITY,
-    show_default=True,
-    help="Identity of a local store for its relation graph (as demarkus mcp --authority).",
-)
-@click.option("--token", envvar="DEMARKUS_AUTH", help="Publish token for a mark:// target (or DEMARKUS_AUTH).")
-@click.option("--ca", type=click.Path(exists=True, path_type=Path))
-@click.option("--insecure", is_flag=True)
 @_guard
 def sync(
     folder: Path,
@@ -715,10 +720,7 @@ def sync(
     read. Exits 1 when a file was refused by the catch-up."""
     from .importer.command import run_sync
 
-    if (root is None) == (target is None):
-        raise click.UsageError("give exactly one of --root STORE or a mark://host[:port]/ target")
-    if target is not None and not target.startswith("mark://"):
-        raise click.UsageError(f"{target} is not a mark:// URL; pass --root STORE to use a local store")
+    _check_folder_target(root, target)
 
     def report(line: str) -> None:
         click.echo(line)

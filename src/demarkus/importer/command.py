@@ -13,14 +13,13 @@ import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from ..backend import Backend
 from ..client import Client
 from ..errors import BadRequestError
 from ..graph import GraphStore
 from ..protocol import parse_mark_url
 from ..service import Service
 from .apply import Source, Target
-from .folder import Summary, import_folder, scan_folder
+from .folder import Summary, scan_folder
 from .history import GitHistory, find_repository
 from .sync import FolderSync
 
@@ -57,65 +56,27 @@ def run_import(
     insecure: bool = False,
 ) -> Summary:
     """Import `folder` into the store at `root` (created when missing) or the authority
-    at `url`.
+    at `url`: a sync's catch-up, which archives missing files only when asked.
 
     Raises:
         ConfigError: --git outside a git repository, or another process writes the store.
         TransportError: the authority cannot be reached.
     """
-    history = GitHistory(find_repository(folder)) if use_git else None
-    source = Source(folder=folder, prefix=prefix, history=history)
-    try:
-        if root is not None:
-            root.mkdir(parents=True, exist_ok=True)
-            service = Service.open(root, trusted=True, dates_versions=True)
-            try:
-                with service.deferred_index():
-                    summary = asyncio.run(_imported(source, Target(service, dates_versions=True), archive_missing))
-                _seed_graph(root, service, authority)
-            finally:
-                service.close()
-            return summary
-        assert url is not None
-        return asyncio.run(_remote(source, url, archive_missing, token, ca, insecure))
-    finally:
-        if history is not None:
-            history.close()
-
-
-async def _remote(
-    source: Source, url: str, archive_missing: bool, token: str | None, ca: Path | None, insecure: bool
-) -> Summary:
-    if not token:
-        raise BadRequestError("importing into an authority needs a publish token: pass --token or set DEMARKUS_AUTH")
-    parsed = parse_mark_url(url)
-    async with Client(parsed.authority, token=token, ca=ca, insecure=insecure, dial_host=parsed.host) as client:
-        backend: Backend = client
-        return await _imported(source, Target(backend, token=token), archive_missing)
-
-
-async def _imported(source: Source, target: Target, archive_missing: bool) -> Summary:
-    from rich.console import Console
-    from rich.progress import Progress
-
-    scan = scan_folder(source.folder)
-    with Progress(transient=not sys.stderr.isatty(), console=Console(stderr=True)) as bar:
-        task = bar.add_task(f"importing {source.folder}", total=len(scan.files))
-        return await import_folder(
-            source, target, archive_missing=archive_missing, progress=lambda n: bar.advance(task, n), scan=scan
-        )
-
-
-def _seed_graph(root: Path, service: Service, authority: str) -> None:
-    """Record every document's relations and links where `demarkus mcp --root` reads
-    them, so backlinks are known before any document is explored."""
-    from ..graph.seed import seed_graph
-    from ..mcp.server import default_graph_path
-
-    path = default_graph_path(root, authority)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with GraphStore(path) as graph:
-        seed_graph(graph, service.store, authority)
+    return run_sync(
+        folder,
+        root=root,
+        url=url,
+        prefix=prefix,
+        use_git=use_git,
+        watch=False,
+        authority=authority,
+        report=lambda _line: None,
+        token=token,
+        ca=ca,
+        insecure=insecure,
+        archive_missing=archive_missing,
+        verb="importing",
+    )
 
 
 def run_sync(
@@ -131,6 +92,8 @@ def run_sync(
     token: str | None = None,
     ca: Path | None = None,
     insecure: bool = False,
+    archive_missing: bool = True,
+    verb: str = "syncing",
 ) -> Summary:
     """Bring the store at `root` (created when missing) or the authority at `url` in step
     with `folder`: import what changed, archive the documents whose file is gone; with
@@ -154,12 +117,14 @@ def run_sync(
             try:
                 with GraphStore(graph_path) as graph:
                     target = Target(service, dates_versions=True)
-                    sync = FolderSync(source, target, report, service=service, graph=graph, authority=authority)
-                    return asyncio.run(_synced(sync, watch, report))
+                    sync = FolderSync(
+                        source, target, report, service, graph, authority, archive_missing=archive_missing
+                    )
+                    return asyncio.run(_synced(sync, watch, report, verb))
             finally:
                 service.close()
         assert url is not None
-        return asyncio.run(_synced_remote(source, url, watch, report, token, ca, insecure))
+        return asyncio.run(_synced_remote(source, url, watch, report, token, ca, insecure, archive_missing, verb))
     finally:
         if history is not None:
             history.close()
@@ -173,18 +138,21 @@ async def _synced_remote(
     token: str | None,
     ca: Path | None,
     insecure: bool,
+    archive_missing: bool,
+    verb: str,
 ) -> Summary:
     if not token:
-        raise BadRequestError("syncing into an authority needs a publish token: pass --token or set DEMARKUS_AUTH")
+        raise BadRequestError(f"{verb} into an authority needs a publish token: pass --token or set DEMARKUS_AUTH")
     parsed = parse_mark_url(url)
     async with Client(parsed.authority, token=token, ca=ca, insecure=insecure, dial_host=parsed.host) as client:
-        return await _synced(FolderSync(source, Target(client, token=token), report), watch, report)
+        sync = FolderSync(source, Target(client, token=token), report, archive_missing=archive_missing)
+        return await _synced(sync, watch, report, verb)
 
 
-async def _synced(sync: FolderSync, watch: bool, report: Callable[[str], None]) -> Summary:
+async def _synced(sync: FolderSync, watch: bool, report: Callable[[str], None], verb: str) -> Summary:
     """The catch-up alone, or (watching) the catch-up and every change until a signal."""
     if not watch:
-        return await _with_progress(sync)
+        return await _with_progress(sync, verb)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -201,13 +169,13 @@ async def _synced(sync: FolderSync, watch: bool, report: Callable[[str], None]) 
     return summaries[0] if summaries else Summary(())
 
 
-async def _with_progress(sync: FolderSync) -> Summary:
+async def _with_progress(sync: FolderSync, verb: str) -> Summary:
     from rich.console import Console
     from rich.progress import Progress
 
     total = len(scan_folder(sync.source.folder).files)
     with Progress(transient=not sys.stderr.isatty(), console=Console(stderr=True)) as bar:
-        task = bar.add_task(f"syncing {sync.source.folder}", total=total)
+        task = bar.add_task(f"{verb} {sync.source.folder}", total=total)
         return await sync.catch_up(lambda n: bar.advance(task, n))
 
 

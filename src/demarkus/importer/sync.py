@@ -10,6 +10,7 @@ backlinks and relations are current after every change.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -46,20 +47,21 @@ class FolderSync:
     service: Service | None = None
     graph: GraphStore | None = None
     authority: str = ""
+    archive_missing: bool = True
+    """Whether the catch-up archives documents whose file is gone (`demarkus import` asks
+    for it with --archive-missing; a sync always does)."""
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False, repr=False)
     """One change applied at a time: the catch-up and the watched batches never overlap."""
 
     async def catch_up(self, progress: Callable[[int], None] | None = None) -> Summary:
-        """Import what changed since the store last saw the folder and archive the
-        documents whose file is gone."""
+        """Import what changed since the store last saw the folder and (unless told not
+        to) archive the documents whose file is gone."""
         scan = scan_folder(self.source.folder)
-        if self.service is not None:
-            with self.service.deferred_index():
-                summary = await import_folder(
-                    self.source, self.target, archive_missing=True, progress=progress, scan=scan
-                )
-        else:
-            summary = await import_folder(self.source, self.target, archive_missing=True, progress=progress, scan=scan)
+        deferred = self.service.deferred_index() if self.service is not None else contextlib.nullcontext()
+        with deferred:
+            summary = await import_folder(
+                self.source, self.target, archive_missing=self.archive_missing, progress=progress, scan=scan
+            )
         if self.graph is not None and self.service is not None:
             seed_graph(self.graph, self.service.store, self.authority)
         return summary
