@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from demarkus.expand.relevance import (
+    VOCABULARY_TEXT_MAX,
     lead_sections,
     ranked_blocks,
     sections_by_terms,
     summary_section,
     term_count,
 )
+from demarkus.index.query import words
 from demarkus.markdown import block_starts, parse_outline
 
 BODY = (
@@ -31,6 +36,19 @@ def test_a_term_matches_at_a_word_start_and_counts_once():
     assert term_count("Exceptions and exception groups", ["except", "groups"]) == 2
     assert term_count("unexceptional", ["except"]) == 0
     assert term_count("lease lease lease", ["lease", "quorum"]) == 1
+
+
+WORDS = st.text(alphabet="abcé_- \n.", max_size=12)
+
+
+@given(st.lists(WORDS, max_size=30), st.lists(st.text(alphabet="abcé", min_size=1, max_size=4), max_size=6))
+def test_term_count_is_the_number_of_terms_beginning_some_word(pieces: list[str], terms: list[str]) -> None:
+    text = " ".join(pieces)
+    present = set(words(text))
+    expected = sum(1 for t in terms if any(w.startswith(t) for w in present))
+    assert term_count(text, terms) == expected
+    long = text + " " * VOCABULARY_TEXT_MAX  # counted without the kept vocabulary
+    assert term_count(long, terms) == expected
 
 
 def test_blocks_rank_by_distinct_terms_then_position_without_headings_or_repeats():

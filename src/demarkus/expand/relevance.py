@@ -8,6 +8,7 @@ blocks: paragraphs, list items and code blocks, the places a section can be cut.
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,8 +23,27 @@ SUMMARY_TITLES = frozenset({"abstract", "summary", "overview", "introduction", "
 def term_count(text: str, terms: Sequence[str]) -> int:
     """How many distinct query terms the text holds (prefix match at a word start: a
     term, itself letters and digits, begins one of the text's words)."""
-    present = set(words(text))
-    return sum(1 for t in terms if any(word.startswith(t) for word in present))
+    vocabulary = _vocabulary(text) if len(text) <= VOCABULARY_TEXT_MAX else _sorted_words(text)
+    count = 0
+    for term in terms:
+        # The words a term begins sort together, starting at the term's own place.
+        at = bisect.bisect_left(vocabulary, term)
+        count += at < len(vocabulary) and vocabulary[at].startswith(term)
+    return count
+
+
+VOCABULARY_TEXT_MAX = 4096
+"""Texts up to this many characters (paragraphs, list items, most sections) keep their
+sorted words: the same blocks are scored lookup after lookup."""
+VOCABULARIES_KEPT = 2048
+"""Texts whose words are kept (at most 8 MiB of text with their words)."""
+
+
+def _sorted_words(text: str) -> tuple[str, ...]:
+    return tuple(sorted(set(words(text))))
+
+
+_vocabulary = functools.lru_cache(maxsize=VOCABULARIES_KEPT)(_sorted_words)
 
 
 def whole_h1(outline: Outline) -> Section | None:
