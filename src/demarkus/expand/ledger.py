@@ -19,7 +19,9 @@ whole text is counted once more to be sure. The decisions spent add up to the cl
 
 from __future__ import annotations
 
-import functools
+import hashlib
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -39,17 +41,33 @@ later row's block. A larger block waits for the leftover budget, where its parag
 holding the most query terms print; one large section cannot crowd out the rest."""
 WHOLE_FLOOR = 100
 """...but a block of up to this many tokens (a paragraph or two) is never held back."""
-SIZES_KEPT = 512
-"""Texts whose counts are kept (a lookup asks about a few hundred at most)."""
+SIZES_KEPT = 16_384
+"""Texts whose counts are kept, shared by every lookup in the process: a lookup asks about a
+few hundred, and the same documents' blocks come back lookup after lookup. Each is kept as
+a 16-byte digest and a number (about 2 MiB in all), never as the text."""
 _MOST = 999_999
 """Stands for the largest figures the closing notes may print, when reserving room for them."""
 
 
-@functools.lru_cache(maxsize=SIZES_KEPT)
+_sizes: OrderedDict[bytes, int] = OrderedDict()
+_sizes_lock = threading.Lock()  # a gateway may select in several threads
+
+
 def size(text: str) -> int:
     """Tokens of a text (o200k_base). A selection asks whether a text fits, then prints it,
     or records what it would have needed: the same text is counted once."""
-    return count_tokens(text)
+    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    with _sizes_lock:
+        found = _sizes.get(key)
+        if found is not None:
+            _sizes.move_to_end(key)
+            return found
+    counted = count_tokens(text)
+    with _sizes_lock:
+        _sizes[key] = counted
+        if len(_sizes) > SIZES_KEPT:
+            _sizes.popitem(last=False)
+    return counted
 
 
 class Action(StrEnum):
