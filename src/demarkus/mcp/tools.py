@@ -17,6 +17,7 @@ from ..backend import Backend
 from ..errors import BadRequestError, DemarkusError
 from ..expand.document import Fetched, FetchFn
 from ..expand.held import HeldDocuments
+from ..expand.parsecache import PARSES
 from ..expand.select import Selection, select_evidence
 from ..expand.table import Table
 from ..graph import GraphStore, observe_document
@@ -323,7 +324,9 @@ class Tools:
                 response.raise_for_status()
                 raise BadRequestError(f"{location} answered {response.status}")
             version = response.metadata.get("version")
-            fetched = Fetched(location, response.body, int(version) if version else None, response.metadata)
+            # The parse cache's copy of these bytes: callers holding the same version hold one body.
+            body = PARSES.get(response.body).outline.body
+            fetched = Fetched(location, body, int(version) if version else None, response.metadata)
             self.held.keep(location, response.metadata.get("etag"), fetched)
             return fetched
 
