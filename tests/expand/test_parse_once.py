@@ -81,3 +81,31 @@ def test_held_documents_stay_within_their_bytes_and_forget_what_has_no_etag() ->
     held.keep("/big.md", "eb", Fetched("/big.md", b"b" * 101))
     assert held.etag("/big.md") is None
     assert held.bodies == 5
+
+
+async def test_a_long_body_is_parsed_beside_the_event_loop(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import threading
+
+    from demarkus.expand import document
+
+    seen: list[str] = []
+    real_get = PARSES.get
+
+    def watched(body: bytes):  # type: ignore[no-untyped-def]
+        seen.append(threading.current_thread().name)
+        return real_get(body)
+
+    monkeypatch.setattr(PARSES, "get", watched)
+    short = b"# Short\n\nA paragraph.\n"
+    long = b"# Long\n\n" + b"A paragraph of the long document.\n\n" * (document.PARSE_INLINE_MAX // 30)
+
+    async def fetch(location: str) -> Fetched:
+        return Fetched(location, short if location == "/short.md" else long)
+
+    fetcher = document.Fetcher(fetch)
+    assert isinstance(await fetcher.get("/short.md"), document.Document)
+    assert isinstance(await fetcher.get("/long.md"), document.Document)
+    main = threading.current_thread().name
+    assert seen[0] == main  # a short body is parsed in place
+    assert seen[1] != main  # a long one on a worker thread
+    PARSES.clear()

@@ -69,6 +69,12 @@ class ParseCache:
                 self._bytes -= len(dropped.outline.body)
         return parsed
 
+    def holds(self, body: bytes) -> bool:
+        """Whether `body`'s parse is cached (a `get` would not parse)."""
+        key = hashlib.sha256(body).digest()
+        with self._lock:
+            return key in self._entries
+
     def clear(self) -> None:
         """Forget every parse and the counts."""
         with self._lock:
