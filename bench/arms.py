@@ -7,7 +7,9 @@ An arm prints the raw tool texts as JSON on stdout and scores nothing: the paren
 both arms' texts with the current package, so one scorer (one `>>>` parser, one token
 counter) judges both.
 
-v0.1.0 is `git archive` of the commit in bench/BASELINE, so both arms run real code.
+v0.1.0 is `git archive` of the commit in bench/BASELINE, so both arms run real code. That
+file names one commit per line (`<commit> <name>`): v0.1.0 first, then earlier points other
+benches compare against, such as the code before the performance work.
 """
 
 from __future__ import annotations
@@ -26,18 +28,35 @@ CURRENT = "current"
 CURRENT_SRC = REPO / "src"
 
 
+def named_commit(name: str) -> str:
+    """The commit bench/BASELINE names `name` (a clone may not carry tags).
+
+    Raises:
+        KeyError: the file names no such commit.
+    """
+    for line in (BENCH / "BASELINE").read_text(encoding="utf-8").splitlines():
+        commit, _, named = line.partition(" ")
+        if named.strip() == name:
+            return commit
+    raise KeyError(f"bench/BASELINE names no commit {name!r}")
+
+
 def baseline_commit() -> str:
-    """The v0.1.0 commit: the first field of bench/BASELINE (a clone may not carry tags)."""
-    return (BENCH / "BASELINE").read_text(encoding="utf-8").split()[0]
+    """The v0.1.0 commit."""
+    return named_commit(BASELINE)
+
+
+def commit_src(tmp: Path, commit: str) -> Path:
+    """`commit`'s `src`, extracted under `tmp`."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", commit, "src"], capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive.stdout, check=True)
+    return tmp / "src"
 
 
 def baseline_src(tmp: Path) -> Path:
     """v0.1.0's `src`, extracted under `tmp`."""
-    archive = subprocess.run(
-        ["git", "-C", str(REPO), "archive", baseline_commit(), "src"], capture_output=True, check=True
-    )
-    subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive.stdout, check=True)
-    return tmp / "src"
+    return commit_src(tmp, baseline_commit())
 
 
 def run(module: str, src: Path, *args: str) -> Any:

@@ -36,6 +36,7 @@ PYTHON = sys.executable
 `python -m bench.<name>`, and its bench subprocesses as `python -m bench.<module>`."""
 DEMARKUS = [PYTHON, "-m", "demarkus"]
 LISTENING = re.compile(r"listening on (mark://\S+)")
+GATEWAY_LISTENING = re.compile(r"gateway listening on (http://\S+/mcp)")
 
 STARTUP_TIMEOUT = 60.0
 """Seconds a server subprocess may take to print its `listening on` line."""
@@ -325,6 +326,14 @@ def process_cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     ticks = os.sysconf("SC_CLK_TCK")
     return (int(fields[11]) + int(fields[12])) / ticks
+
+
+def peak_rss_mib(pid: int) -> float:
+    """VmHWM: the process's peak resident set, in MiB (Linux)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return float("nan")
 
 
 def system_busy_seconds() -> float:

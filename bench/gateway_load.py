@@ -41,7 +41,6 @@ from . import common
 NAME = "gateway_load"
 PEPS = common.PEPS
 CALL_TIMEOUT = 60.0
-GATEWAY_LISTENING = re.compile(r"gateway listening on (http://\S+/mcp)")
 DEMO_QUERIES = (
     "snapshot quorum restore",
     "lease heartbeat interval",
@@ -73,14 +72,6 @@ def start_authority(root: Path, port: int, env: dict[str, str], log: Path) -> tu
     )
     found = common.wait_for_line(proc, common.LISTENING)
     return proc, int(found.group(1).rsplit(":", 1)[1])
-
-
-def peak_rss_mib(pid: int) -> float:
-    """VmHWM: the process's peak resident set, in MiB (Linux)."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return round(int(line.split()[1]) / 1024, 1)
-    return float("nan")
 
 
 def gateway_config(peps_port: int, demo_port: int, cert: Path, tokens: list[str], max_upstream: int) -> str:
@@ -154,7 +145,7 @@ async def chaos(
     """Kill the PEPs authority at kill_at and start it again (same port) at restart_at."""
     await asyncio.sleep(max(0.0, t0 + kill_at - time.monotonic()))
     proc: subprocess.Popen[str] = state["peps"]  # type: ignore[assignment]
-    state["peak_peps_rss_mib"] = peak_rss_mib(proc.pid)
+    state["peak_peps_rss_mib"] = common.peak_rss_mib(proc.pid)
     state["peps_cpu_first"] = common.process_cpu_seconds(proc.pid)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
@@ -233,7 +224,7 @@ def main() -> None:
             cwd=common.REPO,
         )
         procs.append(gateway)
-        url = common.wait_for_line(gateway, GATEWAY_LISTENING).group(1)
+        url = common.wait_for_line(gateway, common.GATEWAY_LISTENING).group(1)
         print(
             f"gateway at {url}; {args.callers} callers for {args.seconds:.0f} s; PEPs authority killed at "
             f"{kill_at:.0f} s, restarted at {restart_at:.0f} s",
@@ -270,11 +261,11 @@ def main() -> None:
         restarted_peps: subprocess.Popen[str] = state["peps"]  # type: ignore[assignment]
         procs.append(restarted_peps)
         memory = {
-            "gateway_peak_rss_mib": peak_rss_mib(gateway.pid),
+            "gateway_peak_rss_mib": common.peak_rss_mib(gateway.pid),
             "peps_authority_peak_rss_mib": max(
-                float(state.get("peak_peps_rss_mib", 0.0)), peak_rss_mib(restarted_peps.pid)
+                float(state.get("peak_peps_rss_mib", 0.0)), common.peak_rss_mib(restarted_peps.pid)
             ),  # type: ignore[arg-type]
-            "demo_authority_peak_rss_mib": peak_rss_mib(demo.pid),
+            "demo_authority_peak_rss_mib": common.peak_rss_mib(demo.pid),
         }
         cpu = {
             f"{name}_cpu_s": round(common.process_cpu_seconds(p.pid) - cpu_before[name], 1)
