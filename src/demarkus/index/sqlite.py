@@ -48,7 +48,7 @@ from typing import NamedTuple
 
 from ..catalog import CatalogEntry, Filter, derive_title, parse_importance, parse_tags
 from ..errors import BadRequestError, IndexDamagedError
-from ..markdown.sections import parse_outline
+from ..markdown.sections import Outline, parse_outline
 from ..protocol import MAX_QUERY_TERMS, normalize_scope
 from .base import SectionHit
 from .counts import MAX_CACHED_KEY, CountCache
@@ -358,9 +358,11 @@ class SectionIndex:
         metadata: Mapping[str, str],
         body: bytes,
         modified: datetime,
+        *,
+        outline: Outline | None = None,
     ) -> int:
         """Replace every row of `path`; returns the rows written (its sections plus the
-        bare-path row).
+        bare-path row). `outline`: the body's outline when the caller parsed it already.
 
         Raises:
             BadRequestError: `body` is not UTF-8.
@@ -368,7 +370,7 @@ class SectionIndex:
         title = derive_title(path, metadata, body)
         tags = parse_tags(metadata.get("tags"))
         meta_text = "\n".join((title, *tags))
-        rows = section_rows(body)
+        rows = section_rows(body, outline)
         importance = parse_importance(metadata.get("importance"))
         with self._transaction(), self._reported():
             self._delete(path)
@@ -637,11 +639,12 @@ class SectionIndex:
         return out
 
 
-def section_rows(body: bytes) -> list[tuple[str, str, str, str]]:
+def section_rows(body: bytes, outline: Outline | None = None) -> list[tuple[str, str, str, str]]:
     """The rows one document gets, as (anchor, heading, trail, text): the bare-path row
     (anchor "", the preamble), then each section with text of its own (see the module
-    docstring)."""
-    outline = parse_outline(body)
+    docstring). `outline` is `parse_outline(body)`, parsed now when not given."""
+    if outline is None:
+        outline = parse_outline(body)
     rows: list[tuple[str, str, str, str]] = [("", "", "", _text(outline.preamble))]
     titles: dict[str, str] = {}
     parents: dict[str, str | None] = {}
