@@ -34,6 +34,7 @@ term. Documents without an importance all share the default and are not affected
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 import re
@@ -294,28 +295,43 @@ def prior(importance: float) -> float:
     return 0.5 + 0.5 * importance
 
 
+ROUNDING_SLACK = 1e-11
+"""Relative distance below the `limit`-th best raw score past which a candidate cannot
+reach the top `limit` once scores are rounded to 12 significant digits (each moves by
+at most 5e-12 of itself)."""
+
+
 def rank(
     candidates: Iterable[Candidate],
     term_weights: Sequence[float],
     ranking: Ranking = DEFAULT_RANKING,
+    *,
+    limit: int | None = None,
 ) -> list[tuple[float, Candidate]]:
     """Score every candidate and order best first; equal scores go by path, then anchor.
 
     Scores are rounded to 12 significant digits before comparing, so rows whose BM25
-    differs only by floating-point noise tie and fall back to the path order.
+    differs only by floating-point noise tie and fall back to the path order. With
+    `limit`, only the best `limit` come back: candidates too far below the `limit`-th
+    best raw score (see `ROUNDING_SLACK`) are dropped before rounding and sorting, which
+    leaves the first `limit` exactly as a full ranking orders them.
     """
     weights = term_weights if ranking.idf_coord else [1.0] * len(term_weights)
     total = sum(weights)
     # counting terms, the share is exactly the matched count over the term count (a sum of
     # ones is exact), without summing per row
     counted = not ranking.idf_coord and total > 0
-    scored: list[tuple[float, Candidate]] = []
+    power = ranking.coord_power
+    raw: list[tuple[float, Candidate]] = []
     for c in candidates:
         share = len(c.matched) / total if counted else coordination(c.matched, weights)
-        value = max(c.relevance, 0.0) * share**ranking.coord_power * prior(c.importance)
-        scored.append((float(f"{value:.12g}"), c))
+        raw.append((max(c.relevance, 0.0) * share**power * prior(c.importance), c))
+    if limit is not None and len(raw) > limit:
+        floor = heapq.nlargest(limit, [value for value, _ in raw])[-1] * (1.0 - ROUNDING_SLACK)
+        raw = [vc for vc in raw if vc[0] >= floor]
+    scored = [(float(f"{value:.12g}"), c) for value, c in raw]
     scored.sort(key=lambda sc: (-sc[0], sc[1].path, sc[1].anchor))
-    return scored
+    return scored if limit is None else scored[:limit]
 
 
 def term_weights(rows: int, counts: Mapping[int, int], terms: int) -> list[float]:

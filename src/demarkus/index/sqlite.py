@@ -39,7 +39,7 @@ import json
 import logging
 import sqlite3
 import threading
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager, suppress
 from datetime import datetime
@@ -491,7 +491,8 @@ class SectionIndex:
                 ),
                 weights,
                 self.ranking,
-            )[:limit]
+                limit=limit,
+            )
             snippets = self._snippets(snap, terms, [c.key for _, c in ranked])
             documents = self._documents_for(snap, {c.path for _, c in ranked})
         hits = []
@@ -541,22 +542,30 @@ class SectionIndex:
             # unary + keeps SQLite from probing FTS5 once per id: one scan, then a set test
             inner += " AND +rowid IN (SELECT id FROM sections WHERE path = ? OR (path > ? AND path < ?))"
             params += [scope, scope + "/", scope + "0"]  # "0" sorts right after "/"
-        sql = (
-            "SELECT t.id, t.relevance, s.path, s.anchor, s.heading, s.importance"
-            f" FROM ({inner} ORDER BY relevance DESC, rowid LIMIT ?) AS t"
-            " JOIN sections s ON s.id = t.id"
-        )
+        sql = f"{inner} ORDER BY relevance DESC, rowid LIMIT ?"
         want = max(r.candidates, limit)
         most = want * MAX_FETCH_FACTOR
         fetch = want
         while True:
-            rows = list(map(_Row._make, snap.db.execute(sql, [*params, fetch])))
+            rows = self._rows(snap, snap.db.execute(sql, [*params, fetch]).fetchall())
             inside = [row for row in rows if _inside(row.path, scope)]
             judge.prepare({row.path for row in inside})
             kept = [row for row in inside if judge(row.path)]
             if len(kept) >= want or len(rows) < fetch or fetch >= most:
                 return kept[:want]
             fetch = min(fetch * FETCH_GROWTH, most)
+
+    def _rows(self, snap: _Snapshot, ranked: Sequence[tuple[int, float]]) -> list[_Row]:
+        """The engine's (id, relevance) pairs, in their order, with their sections' fields:
+        one lookup for all of them (joining inside the engine query cost more)."""
+        fields = {
+            raw[0]: raw[1:]
+            for raw in snap.db.execute(
+                "SELECT id, path, anchor, heading, importance FROM sections WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps([key for key, _ in ranked]),),
+            )
+        }
+        return [_Row(key, relevance, *fields[key]) for key, relevance in ranked if key in fields]
 
     def _narrow(self, snap: _Snapshot, scope: str) -> bool:
         """True when the scope holds under half the documents: then SQL restricts the rows
@@ -722,9 +731,28 @@ class _Judge:
 
 
 STEM_CACHE_WORDS = 200_000
-"""Words whose tokens the stemmer remembers (about 200 bytes each, 40 MB in all) before it
+"""Words whose tokens the stemmer remembers (about 300 bytes each with the words filed
+under each token, 60 MB in all) before it
 starts over: a large world's whole vocabulary fits (the PEPs' section texts hold 33,000
 distinct words), and queries of ever fresh words cannot grow it further."""
+
+
+class _Stems:
+    """What the stemmer remembers: each word's tokens, and for each token the words
+    remembered with it (so a snippet finds a text's matching words by set intersection,
+    not by looking up every word of the text)."""
+
+    def __init__(self) -> None:
+        self.forms: dict[str, tuple[str, ...]] = {}
+        self.words_of: dict[str, set[str]] = {}
+
+    def add(self, fresh: Mapping[str, tuple[str, ...]]) -> None:
+        """Remember `fresh`: `words_of` first, so a reader that finds a word in `forms`
+        also finds it under each of its tokens."""
+        for word, forms in fresh.items():
+            for form in forms:
+                self.words_of.setdefault(form, set()).add(word)
+        self.forms.update(fresh)
 
 
 class _Stemmer:
@@ -734,42 +762,42 @@ class _Stemmer:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        """Guards the scratch connection; cache hits never take it."""
+        """Guards the scratch connection and additions; cache hits never take it."""
         self._db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
         self._db.execute(f"CREATE VIRTUAL TABLE scratch USING fts5 (x, tokenize = '{TOKENIZE}')")
         self._db.execute("CREATE VIRTUAL TABLE tokens USING fts5vocab (scratch, instance)")
-        self._cache: dict[str, tuple[str, ...]] = {}
-        """Only ever added to or replaced whole, so a lookup needs no lock."""
+        self._held = _Stems()
+        """Only ever added to (under the lock) or replaced whole, so a lookup needs no lock."""
 
     def stems(self, words: Sequence[str]) -> list[tuple[str, ...]]:
-        cache = self._cache
+        cache = self._held.forms
         known = {w: cache[w] for w in words if w in cache}
         missing = sorted({w for w in words if w not in known})
         if missing:
             with self._lock:
                 fresh = self._tokenize(missing)
                 kept = {w: t for w, t in fresh.items() if len(w) <= MAX_CACHED_KEY}
-                if len(self._cache) + len(kept) > STEM_CACHE_WORDS:
-                    self._cache = {}
-                self._cache.update(kept)
+                if len(self._held.forms) + len(kept) > STEM_CACHE_WORDS:
+                    self._held = _Stems()
+                self._held.add(kept)
             known.update(fresh)
         return [known[w] for w in words]
 
-    def matching(self, words: Iterable[str], wanted: AbstractSet[str]) -> set[str]:
+    def matching(self, words: set[str], wanted: AbstractSet[str]) -> set[str]:
         """The words among `words` with a token in `wanted`: `stems` without building a
         list for every word of a long text (most are cached and most do not match)."""
-        cache = self._cache
+        held = self._held
+        # the words not remembered first: one remembered after this is already filed
+        # under its tokens below
+        missing = words.difference(held.forms)  # given a dict, one probe per word
         out: set[str] = set()
-        missing: list[str] = []
-        for word in words:
-            held = cache.get(word)
-            if held is None:
-                missing.append(word)
-            elif not wanted.isdisjoint(held):
-                out.add(word)
+        for form in wanted:
+            with_form = held.words_of.get(form)
+            if with_form:
+                out |= with_form & words  # walks the smaller set
         if missing:
-            missing.sort()
-            out.update(w for w, held in zip(missing, self.stems(missing), strict=True) if not wanted.isdisjoint(held))
+            ordered = sorted(missing)
+            out.update(w for w, got in zip(ordered, self.stems(ordered), strict=True) if not wanted.isdisjoint(got))
         return out
 
     def _tokenize(self, words: Sequence[str]) -> dict[str, tuple[str, ...]]:
