@@ -116,6 +116,9 @@ row would otherwise rank the whole index again and again and hold every match in
 past the bound the search answers with the rows it kept."""
 
 
+_NONE: frozenset[int] = frozenset()
+
+
 class _Row(NamedTuple):
     """A candidate row as read from SQLite (a tuple: hundreds are built per search)."""
 
@@ -478,17 +481,10 @@ class SectionIndex:
                 return []
             matched = self._matched(snap, terms, selective, list(found))
             ranked = rank(
-                (
-                    Candidate(
-                        key=row.key,
-                        path=row.path,
-                        anchor=row.anchor,
-                        relevance=row.relevance,
-                        importance=row.importance,
-                        matched=frozenset(matched.get(row.key, ())),
-                    )
+                [  # positional: a few hundred are built per search
+                    Candidate(row.key, row.path, row.anchor, row.relevance, row.importance, matched.get(row.key, _NONE))
                     for row in found.values()
-                ),
+                ],
                 weights,
                 self.ranking,
                 limit=limit,
@@ -548,9 +544,9 @@ class SectionIndex:
         fetch = want
         while True:
             rows = self._rows(snap, snap.db.execute(sql, [*params, fetch]).fetchall())
-            inside = [row for row in rows if _inside(row.path, scope)]
-            judge.prepare({row.path for row in inside})
-            kept = [row for row in inside if judge(row.path)]
+            inside = rows if scope == "/" else [row for row in rows if _inside(row.path, scope)]
+            verdicts = judge.prepare({row.path for row in inside})
+            kept = [row for row in inside if verdicts[row.path]]
             if len(kept) >= want or len(rows) < fetch or fetch >= most:
                 return kept[:want]
             fetch = min(fetch * FETCH_GROWTH, most)
@@ -593,7 +589,7 @@ class SectionIndex:
 
     def _matched(
         self, snap: _Snapshot, terms: Sequence[str], selective: Sequence[str], keys: Sequence[int]
-    ) -> dict[int, set[int]]:
+    ) -> dict[int, frozenset[int]]:
         """Row id -> indexes of the terms found anywhere in that row: one FTS5 match per
         term (`terms.key` is its index), each kept to the candidate rows.
 
@@ -604,14 +600,14 @@ class SectionIndex:
         either = match_any(selective)
         asked = set(selective)
         exprs = [quote(t) if t in asked else f"{quote(t)} AND ({either})" for t in terms]
-        out: dict[int, set[int]] = {}
+        out: dict[int, list[int]] = {}
         for index, key in snap.db.execute(
             "SELECT terms.key, fts.rowid FROM json_each(?) AS terms CROSS JOIN fts"
             " WHERE fts MATCH terms.value AND +fts.rowid IN (SELECT value FROM json_each(?))",
             (json.dumps(exprs), json.dumps(list(keys))),
         ):
-            out.setdefault(key, set()).add(index)
-        return out
+            out.setdefault(key, []).append(index)
+        return {key: frozenset(indexes) for key, indexes in out.items()}
 
     def _term_counts(self, snap: _Snapshot, terms: Sequence[str]) -> dict[int, int]:
         """Term index -> rows containing it in any column, from the FTS5 vocabulary (a
@@ -721,11 +717,12 @@ class _Judge:
         self._load = load
         self._verdicts: dict[str, bool] = {}
 
-    def prepare(self, paths: Collection[str]) -> None:
-        """Judge every path not judged yet (one query for the filter's documents)."""
+    def prepare(self, paths: Collection[str]) -> Mapping[str, bool]:
+        """Judge every path not judged yet (one query for the filter's documents); every
+        verdict so far, by path."""
         fresh = [p for p in paths if p not in self._verdicts]
         if not fresh:
-            return
+            return self._verdicts
         documents = self._load(fresh) if self._flt is not None else {}
         for path in fresh:
             verdict = True
@@ -733,6 +730,7 @@ class _Judge:
                 doc = documents.get(path)
                 verdict = doc is not None and self._flt.accepts(doc.entry())
             self._verdicts[path] = verdict and bool(self._visible(path))
+        return self._verdicts
 
     def __call__(self, path: str) -> bool:
         if path not in self._verdicts:
