@@ -551,7 +551,7 @@ def _seed_graph(root: Path, service: Service, world_dir: Path) -> str:
     index its documents from the same parse (the caller defers the index meanwhile)."""
     from .graph import GraphStore
     from .graph.seed import seed_graph
-    from .mcp.server import default_graph_path
+    from .graph.store import default_graph_path
     from .worlds import open_world
 
     authority = open_world(world_dir).authority
@@ -835,8 +835,9 @@ def mcp_command(
     local store (--root) or your own markdown folder (--docs, kept in sync; the tools
     then only read: edit the files)."""
     from .graph import GraphStore
+    from .graph.store import default_graph_path
     from .importer.command import docs_store, docs_sync, following
-    from .mcp.server import LocalResolver, build_server, default_graph_path
+    from .mcp.server import LocalResolver, build_server
     from .mcp.tools import Tools
     from .protocol import canonical_path
 
