@@ -547,17 +547,18 @@ def token_revoke(label: str, tokens_file: Path) -> None:
 
 
 def _seed_graph(root: Path, service: Service, world_dir: Path) -> str:
-    """Record the loaded world's relations where `demarkus mcp --root` looks for them."""
+    """Record the loaded world's relations where `demarkus mcp --root` looks for them, and
+    index its documents from the same parse (the caller defers the index meanwhile)."""
     from .graph import GraphStore
     from .graph.seed import seed_graph
-    from .mcp.server import default_graph_path
+    from .graph.store import default_graph_path
     from .worlds import open_world
 
     authority = open_world(world_dir).authority
     path = default_graph_path(root, authority)
     path.parent.mkdir(parents=True, exist_ok=True)
     with GraphStore(path) as graph:
-        count = seed_graph(graph, service.store, authority)
+        count = seed_graph(graph, service.store, authority, index=service.index)
     return f"graph of {count} documents as {authority} (use demarkus mcp --root {root} --authority {authority})"
 
 
@@ -601,9 +602,9 @@ def world_load(
         if root is not None:
             root.mkdir(parents=True, exist_ok=True)
             service = Service.open(root, trusted=True)
-            with service.deferred_index():
+            with service.deferred_index():  # the seeding indexes from its own parse
                 message = await _load_world_into(world_dir, service, token)
-            return message + "; " + _seed_graph(root, service, world_dir)
+                return message + "; " + _seed_graph(root, service, world_dir)
         assert url is not None
         async with Client(url, token=token, ca=ca, insecure=insecure) as client:
             return await _load_world_into(world_dir, client, token)
@@ -834,8 +835,9 @@ def mcp_command(
     local store (--root) or your own markdown folder (--docs, kept in sync; the tools
     then only read: edit the files)."""
     from .graph import GraphStore
+    from .graph.store import default_graph_path
     from .importer.command import docs_store, docs_sync, following
-    from .mcp.server import LocalResolver, build_server, default_graph_path
+    from .mcp.server import LocalResolver, build_server
     from .mcp.tools import Tools
     from .protocol import canonical_path
 

@@ -12,9 +12,10 @@ import pytest
 from mcp import Client as MCPClient
 
 from demarkus.graph import GraphStore
+from demarkus.graph.store import default_graph_path
 from demarkus.importer import Outcome, Summary
 from demarkus.importer.command import run_import
-from demarkus.mcp.server import LocalResolver, build_server, default_graph_path
+from demarkus.mcp.server import LocalResolver, build_server
 from demarkus.mcp.tools import Tools
 from demarkus.service import Service
 

@@ -282,3 +282,25 @@ def test_equal_scores_go_by_path_then_anchor_whatever_the_input_order() -> None:
     expected = [("/a.md", "b"), ("/a.md", "z"), ("/b.md", "a")]
     for order in (rows, rows[::-1], [rows[1], rows[2], rows[0]]):
         assert [(c.path, c.anchor) for _, c in rank(order, [1.0])] == expected
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["/a.md", "/b.md", "/c.md"]),
+            st.sampled_from([1.0, 1.0 + 1e-13, 1.0 + 3e-12, 1.0 - 1e-12, 2.0, 0.5, 0.0, 7.25]),
+            st.frozensets(st.integers(0, 2), min_size=1),
+            st.sampled_from([0.0, 0.5, 1.0]),
+        ),
+        max_size=30,
+    ),
+    st.integers(1, 12),
+)
+def test_ranking_the_best_few_orders_them_as_ranking_all_does(
+    rows: list[tuple[str, float, frozenset[int], float]], limit: int
+) -> None:
+    found = [
+        candidate(path, relevance, set(matched), anchor=str(i), importance=importance)
+        for i, (path, relevance, matched, importance) in enumerate(rows)
+    ]
+    assert rank(found, [1.0, 1.0, 1.0], limit=limit) == rank(found, [1.0, 1.0, 1.0])[:limit]

@@ -150,6 +150,20 @@ def test_words_found_nowhere_or_everywhere_do_not_hide_the_others(index: Section
     assert where(index.search("lorem zorbex", "/", limit=1)) == [("/z.md", "part")]
 
 
+def test_a_term_left_out_of_the_engine_query_still_counts_where_it_is_found(index: SectionIndex) -> None:
+    fill(index)  # "lorem" is in most rows: common, so only coverage asks for it
+    put(index, "/both.md", "# B\n\n## Part\n\nThe zorbex beside lorem.\n")
+    put(index, "/one.md", "# O\n\n## Part\n\nThe zorbex zorbex zorbex alone.\n")
+    put(index, "/titled.md", "# Lorem zorbex\n\nNothing else.\n", title="Lorem zorbex")
+    with index._reading() as snap:
+        keys = [key for (key,) in snap.db.execute("SELECT rowid FROM fts WHERE fts MATCH 'zorbex'")]
+        terms = ["zorbex", "lorem"]
+        assert len(keys) == 4  # both, one, and titled's bare-path row and its section
+        assert index._matched(snap, terms, ["zorbex"], keys) == index._matched(snap, terms, terms, keys)
+    found = where(index.search("zorbex lorem", "/", limit=5))
+    assert found.index(("/both.md", "part")) < found.index(("/one.md", "part"))
+
+
 @pytest.mark.parametrize(
     ("counts", "expected"),
     [

@@ -146,3 +146,19 @@ def test_the_stemmer_answers_many_threads_at_once() -> None:
         got = [f.result(timeout=WAIT) for f in [pool.submit(stem, b) for b in batches]]
     shared.close()
     assert got == expected
+
+
+def test_the_stemmer_finds_matching_words_remembered_or_not() -> None:
+    stemmer = _Stemmer()
+    try:
+        stemmer.stems(["releases", "walking"])  # remembered before the texts come
+        text = {"release", "releases", "released", "walk", "walked", "other", "x" * 70 + "release"}
+        wanted = set(stemmer.stems(["release"])[0])
+        expected = {
+            w for w, forms in zip(sorted(text), stemmer.stems(sorted(text)), strict=True) if wanted & set(forms)
+        }
+        assert expected == {"release", "releases", "released"}
+        assert stemmer.matching(text, wanted) == expected
+        assert stemmer.matching(text, wanted) == expected  # every word remembered now
+    finally:
+        stemmer.close()

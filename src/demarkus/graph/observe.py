@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..markdown import extract_links, parse_relations
+from ..markdown.links import links_from_parse
+from ..markdown.sections import Outline, ParsedBody
 from ..protocol import SCHEME, parse_mark_url
 
 __all__ = ["Edge", "node_url", "observe_document"]
@@ -67,8 +69,11 @@ def node_url(url: str) -> str:
     return url.partition("#")[0]
 
 
-def observe_document(url: str, metadata: Mapping[str, str], body: bytes) -> list[Edge]:
-    """The outgoing edges of the document at `url`, sorted by (target, rel).
+def observe_document(
+    url: str, metadata: Mapping[str, str], body: bytes, *, parsed: tuple[ParsedBody, Outline] | None = None
+) -> list[Edge]:
+    """The outgoing edges of the document at `url`, sorted by (target, rel). `parsed`: the
+    body's parse with its inline text and its outline, when the caller made them already.
 
     Rejected relations (empty predicate, whitespace, external or invalid references) are
     skipped, as `parse_relations` reports them; they never fail an observation.
@@ -76,15 +81,16 @@ def observe_document(url: str, metadata: Mapping[str, str], body: bytes) -> list
     Raises:
         BadRequestError: `url` is not a well-formed mark:// URL, or `body` is not UTF-8.
     """
-    parsed = parse_mark_url(url)
-    authority = parsed.authority
-    source = authority + parsed.path
+    address = parse_mark_url(url)
+    authority = address.authority
+    source = authority + address.path
     found = _Edges(source)
     relations, _rejected = parse_relations(metadata, source)
     for relation in relations:
         target = relation.target if relation.authority else authority + relation.target
         found.add(target, relation.predicate, label="", anchor="", fragment=relation.fragment)
-    for link in extract_links(body, source):
+    links = extract_links(body, source) if parsed is None else links_from_parse(parsed[0], parsed[1], source)
+    for link in links:
         target = link.target
         if not link.external and target.startswith("/"):
             target = authority + target

@@ -574,3 +574,17 @@ def _decode_cursor(cursor: str, identity: str) -> str:
         )
     after: str = data["a"]
     return after
+
+
+def default_graph_path(root: Path | None, authority: str, token: str | None = None) -> Path:
+    """Embedded stores keep their graph beside the index; remote authorities under
+    DEMARKUS_HOME, one graph per token: what one token's reads taught the graph (titles
+    and links of documents only it may read) is never shown to a session with another."""
+    from ..tls import demarkus_home
+
+    if root is not None:
+        return root / ".demarkus" / "graph.sqlite"
+    safe = authority.replace("mark://", "").replace(":", "_").replace("/", "_").replace("[", "").replace("]", "")
+    if token:
+        safe += "-" + hashlib.sha256(token.encode("utf-8")).hexdigest()[:16]
+    return demarkus_home() / "graph" / f"{safe}.sqlite"

@@ -108,7 +108,7 @@ def run_sync(
     source = Source(folder=folder, prefix=prefix, history=history)
     try:
         if root is not None:
-            from ..mcp.server import default_graph_path
+            from ..graph.store import default_graph_path
 
             root.mkdir(parents=True, exist_ok=True)
             service = Service.open(root, trusted=True, dates_versions=True)

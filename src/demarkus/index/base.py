@@ -18,6 +18,7 @@ from typing import Protocol
 
 from ..catalog import Filter
 from ..errors import IntegrityError, NotFoundError
+from ..markdown import Outline
 from ..store import FileStore
 
 log = logging.getLogger("demarkus.index")
@@ -52,8 +53,11 @@ class Index(Protocol):
         metadata: Mapping[str, str],
         body: bytes,
         modified: datetime,
+        *,
+        outline: Outline | None = None,
     ) -> int:
-        """Replace every row of `path` in one transaction; returns the rows written."""
+        """Replace every row of `path` in one transaction; returns the rows written.
+        `outline`: the body's outline (`parse_outline`) when the caller parsed it already."""
         ...
 
     def remove(self, path: str) -> None:

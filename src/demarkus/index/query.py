@@ -34,6 +34,7 @@ term. Documents without an importance all share the default and are not affected
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 import re
@@ -85,7 +86,6 @@ STOP_WORDS: frozenset[str] = frozenset(
 
 MIN_WORD = 2
 _WORD = re.compile(r"[^\W_]+")
-_SPACE = re.compile(r"\s+")
 
 
 def words(text: str) -> list[str]:
@@ -93,15 +93,17 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
-_ASCII_WORD = re.compile(r"[a-z0-9]+")
+_NOT_ASCII_WORD = str.maketrans({chr(c): " " for c in range(128) if not chr(c).isalnum()})
+"""Every ASCII character but letters and digits, to a space."""
 
 
 def tokens(text: str) -> list[str]:
     """The words of `text` split first, then lowercased (what `snippet` walks). For ASCII
-    text that is also `words(text)`, found by a faster pattern (the same runs: ASCII
-    letters and digits are the only ASCII characters `[^\\W_]` takes)."""
+    text that is also `words(text)`, found faster: ASCII letters and digits are the only
+    ASCII characters `[^\\W_]` takes, so the runs are what is left between the others once
+    they are spaces (no regular expression, no match object per word)."""
     if text.isascii():
-        return _ASCII_WORD.findall(text.lower())
+        return text.lower().translate(_NOT_ASCII_WORD).split()
     return [w.lower() for w in _WORD.findall(text)]
 
 
@@ -156,7 +158,7 @@ def match_all(terms: Sequence[str]) -> str:
 def shape_snippet(raw: str, max_bytes: int = SNIPPET_MAX_BYTES) -> str:
     """One line of at most `max_bytes` UTF-8 bytes: whitespace runs become one space, and a
     cut lands on a character boundary and ends in `…`. Markup is kept as text."""
-    text = _SPACE.sub(" ", raw).strip()
+    text = " ".join(raw.split())  # `\s+` runs to one space, stripped; no regex: the same characters
     data = text.encode("utf-8")
     if len(data) <= max_bytes:
         return text
@@ -216,7 +218,7 @@ def snippet(
                 break
         end = spans[-1].end()
         if begin and end < SNIPPET_MAX_BYTES:  # cheap bound before measuring bytes
-            head = _SPACE.sub(" ", text[:end]).strip().encode("utf-8")
+            head = " ".join(text[:end].split()).encode("utf-8")
             if len(head) < SNIPPET_MAX_BYTES - len(ELLIPSIS.encode("utf-8")):
                 begin = 0  # the window fits from the very start: show the text as written
     # more characters than 240 bytes can hold are never shown: bound the work
@@ -294,28 +296,43 @@ def prior(importance: float) -> float:
     return 0.5 + 0.5 * importance
 
 
+ROUNDING_SLACK = 1e-11
+"""Relative distance below the `limit`-th best raw score past which a candidate cannot
+reach the top `limit` once scores are rounded to 12 significant digits (each moves by
+at most 5e-12 of itself)."""
+
+
 def rank(
     candidates: Iterable[Candidate],
     term_weights: Sequence[float],
     ranking: Ranking = DEFAULT_RANKING,
+    *,
+    limit: int | None = None,
 ) -> list[tuple[float, Candidate]]:
     """Score every candidate and order best first; equal scores go by path, then anchor.
 
     Scores are rounded to 12 significant digits before comparing, so rows whose BM25
-    differs only by floating-point noise tie and fall back to the path order.
+    differs only by floating-point noise tie and fall back to the path order. With
+    `limit`, only the best `limit` come back: candidates too far below the `limit`-th
+    best raw score (see `ROUNDING_SLACK`) are dropped before rounding and sorting, which
+    leaves the first `limit` exactly as a full ranking orders them.
     """
     weights = term_weights if ranking.idf_coord else [1.0] * len(term_weights)
     total = sum(weights)
     # counting terms, the share is exactly the matched count over the term count (a sum of
     # ones is exact), without summing per row
     counted = not ranking.idf_coord and total > 0
-    scored: list[tuple[float, Candidate]] = []
+    power = ranking.coord_power
+    raw: list[tuple[float, Candidate]] = []
     for c in candidates:
         share = len(c.matched) / total if counted else coordination(c.matched, weights)
-        value = max(c.relevance, 0.0) * share**ranking.coord_power * prior(c.importance)
-        scored.append((float(f"{value:.12g}"), c))
+        raw.append((max(c.relevance, 0.0) * share**power * prior(c.importance), c))
+    if limit is not None and len(raw) > limit:
+        floor = heapq.nlargest(limit, [value for value, _ in raw])[-1] * (1.0 - ROUNDING_SLACK)
+        raw = [vc for vc in raw if vc[0] >= floor]
+    scored = [(float(f"{value:.12g}"), c) for value, c in raw]
     scored.sort(key=lambda sc: (-sc[0], sc[1].path, sc[1].anchor))
-    return scored
+    return scored if limit is None else scored[:limit]
 
 
 def term_weights(rows: int, counts: Mapping[int, int], terms: int) -> list[float]:

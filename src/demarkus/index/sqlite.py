@@ -39,7 +39,7 @@ import json
 import logging
 import sqlite3
 import threading
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager, suppress
 from datetime import datetime
@@ -48,7 +48,7 @@ from typing import NamedTuple
 
 from ..catalog import CatalogEntry, Filter, derive_title, parse_importance, parse_tags
 from ..errors import BadRequestError, IndexDamagedError
-from ..markdown.sections import parse_outline
+from ..markdown.sections import Outline, parse_outline
 from ..protocol import MAX_QUERY_TERMS, normalize_scope
 from .base import SectionHit
 from .counts import MAX_CACHED_KEY, CountCache
@@ -114,6 +114,9 @@ or the limit when larger): at the defaults, four fetches of 200 to 12,800 rows. 
 every matching row on each fetch, so a filter or visibility check that rejects nearly every
 row would otherwise rank the whole index again and again and hold every match in memory;
 past the bound the search answers with the rows it kept."""
+
+
+_NONE: frozenset[int] = frozenset()
 
 
 class _Row(NamedTuple):
@@ -358,9 +361,11 @@ class SectionIndex:
         metadata: Mapping[str, str],
         body: bytes,
         modified: datetime,
+        *,
+        outline: Outline | None = None,
     ) -> int:
         """Replace every row of `path`; returns the rows written (its sections plus the
-        bare-path row).
+        bare-path row). `outline`: the body's outline when the caller parsed it already.
 
         Raises:
             BadRequestError: `body` is not UTF-8.
@@ -368,7 +373,7 @@ class SectionIndex:
         title = derive_title(path, metadata, body)
         tags = parse_tags(metadata.get("tags"))
         meta_text = "\n".join((title, *tags))
-        rows = section_rows(body)
+        rows = section_rows(body, outline)
         importance = parse_importance(metadata.get("importance"))
         with self._transaction(), self._reported():
             self._delete(path)
@@ -474,22 +479,16 @@ class SectionIndex:
                     found[row.key] = row
             if not found:
                 return []
-            matched = self._matched(snap, terms, list(found))
+            matched = self._matched(snap, terms, selective, list(found))
             ranked = rank(
-                (
-                    Candidate(
-                        key=row.key,
-                        path=row.path,
-                        anchor=row.anchor,
-                        relevance=row.relevance,
-                        importance=row.importance,
-                        matched=frozenset(matched.get(row.key, ())),
-                    )
+                [  # positional: a few hundred are built per search
+                    Candidate(row.key, row.path, row.anchor, row.relevance, row.importance, matched.get(row.key, _NONE))
                     for row in found.values()
-                ),
+                ],
                 weights,
                 self.ranking,
-            )[:limit]
+                limit=limit,
+            )
             snippets = self._snippets(snap, terms, [c.key for _, c in ranked])
             documents = self._documents_for(snap, {c.path for _, c in ranked})
         hits = []
@@ -539,22 +538,30 @@ class SectionIndex:
             # unary + keeps SQLite from probing FTS5 once per id: one scan, then a set test
             inner += " AND +rowid IN (SELECT id FROM sections WHERE path = ? OR (path > ? AND path < ?))"
             params += [scope, scope + "/", scope + "0"]  # "0" sorts right after "/"
-        sql = (
-            "SELECT t.id, t.relevance, s.path, s.anchor, s.heading, s.importance"
-            f" FROM ({inner} ORDER BY relevance DESC, rowid LIMIT ?) AS t"
-            " JOIN sections s ON s.id = t.id"
-        )
+        sql = f"{inner} ORDER BY relevance DESC, rowid LIMIT ?"
         want = max(r.candidates, limit)
         most = want * MAX_FETCH_FACTOR
         fetch = want
         while True:
-            rows = list(map(_Row._make, snap.db.execute(sql, [*params, fetch])))
-            inside = [row for row in rows if _inside(row.path, scope)]
-            judge.prepare({row.path for row in inside})
-            kept = [row for row in inside if judge(row.path)]
+            rows = self._rows(snap, snap.db.execute(sql, [*params, fetch]).fetchall())
+            inside = rows if scope == "/" else [row for row in rows if _inside(row.path, scope)]
+            verdicts = judge.prepare({row.path for row in inside})
+            kept = [row for row in inside if verdicts[row.path]]
             if len(kept) >= want or len(rows) < fetch or fetch >= most:
                 return kept[:want]
             fetch = min(fetch * FETCH_GROWTH, most)
+
+    def _rows(self, snap: _Snapshot, ranked: Sequence[tuple[int, float]]) -> list[_Row]:
+        """The engine's (id, relevance) pairs, in their order, with their sections' fields:
+        one lookup for all of them (joining inside the engine query cost more)."""
+        fields = {
+            raw[0]: raw[1:]
+            for raw in snap.db.execute(
+                "SELECT id, path, anchor, heading, importance FROM sections WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps([key for key, _ in ranked]),),
+            )
+        }
+        return [_Row(key, relevance, *fields[key]) for key, relevance in ranked if key in fields]
 
     def _narrow(self, snap: _Snapshot, scope: str) -> bool:
         """True when the scope holds under half the documents: then SQL restricts the rows
@@ -580,17 +587,27 @@ class SectionIndex:
             )
         }
 
-    def _matched(self, snap: _Snapshot, terms: Sequence[str], keys: Sequence[int]) -> dict[int, set[int]]:
+    def _matched(
+        self, snap: _Snapshot, terms: Sequence[str], selective: Sequence[str], keys: Sequence[int]
+    ) -> dict[int, frozenset[int]]:
         """Row id -> indexes of the terms found anywhere in that row: one FTS5 match per
-        term (`terms.key` is its index), each kept to the candidate rows."""
-        out: dict[int, set[int]] = {}
+        term (`terms.key` is its index), each kept to the candidate rows.
+
+        Every candidate holds one of the `selective` terms somewhere (a catalog row holds
+        them all in its title), so a term left out of the engine query is matched together
+        with them: FTS5 then walks the few rows those hold and skips through the common
+        term's long list, instead of reading all of it; the rows kept are the same."""
+        either = match_any(selective)
+        asked = set(selective)
+        exprs = [quote(t) if t in asked else f"{quote(t)} AND ({either})" for t in terms]
+        out: dict[int, list[int]] = {}
         for index, key in snap.db.execute(
             "SELECT terms.key, fts.rowid FROM json_each(?) AS terms CROSS JOIN fts"
             " WHERE fts MATCH terms.value AND +fts.rowid IN (SELECT value FROM json_each(?))",
-            (json.dumps([quote(t) for t in terms]), json.dumps(list(keys))),
+            (json.dumps(exprs), json.dumps(list(keys))),
         ):
-            out.setdefault(key, set()).add(index)
-        return out
+            out.setdefault(key, []).append(index)
+        return {key: frozenset(indexes) for key, indexes in out.items()}
 
     def _term_counts(self, snap: _Snapshot, terms: Sequence[str]) -> dict[int, int]:
         """Term index -> rows containing it in any column, from the FTS5 vocabulary (a
@@ -637,11 +654,12 @@ class SectionIndex:
         return out
 
 
-def section_rows(body: bytes) -> list[tuple[str, str, str, str]]:
+def section_rows(body: bytes, outline: Outline | None = None) -> list[tuple[str, str, str, str]]:
     """The rows one document gets, as (anchor, heading, trail, text): the bare-path row
     (anchor "", the preamble), then each section with text of its own (see the module
-    docstring)."""
-    outline = parse_outline(body)
+    docstring). `outline` is `parse_outline(body)`, parsed now when not given."""
+    if outline is None:
+        outline = parse_outline(body)
     rows: list[tuple[str, str, str, str]] = [("", "", "", _text(outline.preamble))]
     titles: dict[str, str] = {}
     parents: dict[str, str | None] = {}
@@ -699,11 +717,12 @@ class _Judge:
         self._load = load
         self._verdicts: dict[str, bool] = {}
 
-    def prepare(self, paths: Collection[str]) -> None:
-        """Judge every path not judged yet (one query for the filter's documents)."""
+    def prepare(self, paths: Collection[str]) -> Mapping[str, bool]:
+        """Judge every path not judged yet (one query for the filter's documents); every
+        verdict so far, by path."""
         fresh = [p for p in paths if p not in self._verdicts]
         if not fresh:
-            return
+            return self._verdicts
         documents = self._load(fresh) if self._flt is not None else {}
         for path in fresh:
             verdict = True
@@ -711,6 +730,7 @@ class _Judge:
                 doc = documents.get(path)
                 verdict = doc is not None and self._flt.accepts(doc.entry())
             self._verdicts[path] = verdict and bool(self._visible(path))
+        return self._verdicts
 
     def __call__(self, path: str) -> bool:
         if path not in self._verdicts:
@@ -719,9 +739,28 @@ class _Judge:
 
 
 STEM_CACHE_WORDS = 200_000
-"""Words whose tokens the stemmer remembers (about 200 bytes each, 40 MB in all) before it
+"""Words whose tokens the stemmer remembers (about 300 bytes each with the words filed
+under each token, 60 MB in all) before it
 starts over: a large world's whole vocabulary fits (the PEPs' section texts hold 33,000
 distinct words), and queries of ever fresh words cannot grow it further."""
+
+
+class _Stems:
+    """What the stemmer remembers: each word's tokens, and for each token the words
+    remembered with it (so a snippet finds a text's matching words by set intersection,
+    not by looking up every word of the text)."""
+
+    def __init__(self) -> None:
+        self.forms: dict[str, tuple[str, ...]] = {}
+        self.words_of: dict[str, set[str]] = {}
+
+    def add(self, fresh: Mapping[str, tuple[str, ...]]) -> None:
+        """Remember `fresh`: `words_of` first, so a reader that finds a word in `forms`
+        also finds it under each of its tokens."""
+        for word, forms in fresh.items():
+            for form in forms:
+                self.words_of.setdefault(form, set()).add(word)
+        self.forms.update(fresh)
 
 
 class _Stemmer:
@@ -731,42 +770,42 @@ class _Stemmer:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        """Guards the scratch connection; cache hits never take it."""
+        """Guards the scratch connection and additions; cache hits never take it."""
         self._db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
         self._db.execute(f"CREATE VIRTUAL TABLE scratch USING fts5 (x, tokenize = '{TOKENIZE}')")
         self._db.execute("CREATE VIRTUAL TABLE tokens USING fts5vocab (scratch, instance)")
-        self._cache: dict[str, tuple[str, ...]] = {}
-        """Only ever added to or replaced whole, so a lookup needs no lock."""
+        self._held = _Stems()
+        """Only ever added to (under the lock) or replaced whole, so a lookup needs no lock."""
 
     def stems(self, words: Sequence[str]) -> list[tuple[str, ...]]:
-        cache = self._cache
+        cache = self._held.forms
         known = {w: cache[w] for w in words if w in cache}
         missing = sorted({w for w in words if w not in known})
         if missing:
             with self._lock:
                 fresh = self._tokenize(missing)
                 kept = {w: t for w, t in fresh.items() if len(w) <= MAX_CACHED_KEY}
-                if len(self._cache) + len(kept) > STEM_CACHE_WORDS:
-                    self._cache = {}
-                self._cache.update(kept)
+                if len(self._held.forms) + len(kept) > STEM_CACHE_WORDS:
+                    self._held = _Stems()
+                self._held.add(kept)
             known.update(fresh)
         return [known[w] for w in words]
 
-    def matching(self, words: Iterable[str], wanted: AbstractSet[str]) -> set[str]:
+    def matching(self, words: set[str], wanted: AbstractSet[str]) -> set[str]:
         """The words among `words` with a token in `wanted`: `stems` without building a
         list for every word of a long text (most are cached and most do not match)."""
-        cache = self._cache
+        held = self._held
+        # the words not remembered first: one remembered after this is already filed
+        # under its tokens below
+        missing = words.difference(held.forms)  # given a dict, one probe per word
         out: set[str] = set()
-        missing: list[str] = []
-        for word in words:
-            held = cache.get(word)
-            if held is None:
-                missing.append(word)
-            elif not wanted.isdisjoint(held):
-                out.add(word)
+        for form in wanted:
+            with_form = held.words_of.get(form)
+            if with_form:
+                out |= with_form & words  # walks the smaller set
         if missing:
-            missing.sort()
-            out.update(w for w, held in zip(missing, self.stems(missing), strict=True) if not wanted.isdisjoint(held))
+            ordered = sorted(missing)
+            out.update(w for w, got in zip(ordered, self.stems(ordered), strict=True) if not wanted.isdisjoint(got))
         return out
 
     def _tokenize(self, words: Sequence[str]) -> dict[str, tuple[str, ...]]:

@@ -21,9 +21,9 @@ from markdown_it.token import Token
 
 from ..errors import BadRequestError
 from ..protocol import SCHEME, parse_mark_url, resolve_reference
-from .sections import inline_text, outline_from_parse, parse_body
+from .sections import Outline, ParsedBody, inline_text, outline_from_parse, parse_body
 
-__all__ = ["Link", "Target", "extract_links", "resolve_target"]
+__all__ = ["Link", "Target", "extract_links", "links_from_parse", "resolve_target"]
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
@@ -87,7 +87,21 @@ def extract_links(body: bytes, base: str) -> list[Link]:
     if base.lower().startswith(f"{SCHEME}://"):
         parse_mark_url(base)  # a bad base is the caller's error, not a reason to drop links
     parsed = parse_body(body, inline=True)
-    outline = outline_from_parse(parsed)
+    return links_from_parse(parsed, outline_from_parse(parsed), base)
+
+
+def links_from_parse(parsed: ParsedBody, outline: Outline, base: str) -> list[Link]:
+    """`extract_links` from a parse already made (`parse_body(body, inline=True)`) and its
+    outline: a caller that also indexes the body parses it once for both.
+
+    Raises:
+        ValueError: `parsed` was made without its inline text (`inline=False`).
+        BadRequestError: `base` is a malformed mark:// URL.
+    """
+    if not parsed.inline:
+        raise ValueError("links need a parse with its inline text (parse_body(body, inline=True))")
+    if base.lower().startswith(f"{SCHEME}://"):
+        parse_mark_url(base)  # a bad base is the caller's error, not a reason to drop links
     starts = [s.start for s in outline.sections]
     links: list[Link] = []
     line = 0

@@ -6,10 +6,8 @@ Descriptions are prompts for a model: when to use the tool, what comes back, wha
 from __future__ import annotations
 
 import functools
-import hashlib
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict
-from pathlib import Path
 from typing import Annotated, ParamSpec, TypeVar
 
 from mcp.server.mcpserver import MCPServer
@@ -249,17 +247,3 @@ def lookup_result(text: str, selection: Selection | None) -> CallToolResult:
     meta = {DECISIONS_META: [asdict(d) for d in selection.decisions]} if selection is not None else None
     content = [TextContent(type="text", text=text)]
     return CallToolResult.model_validate({"content": content, "structured_content": {"result": text}, "meta": meta})
-
-
-def default_graph_path(root: Path | None, authority: str, token: str | None = None) -> Path:
-    """Embedded stores keep their graph beside the index; remote authorities under
-    DEMARKUS_HOME, one graph per token: what one token's reads taught the graph (titles
-    and links of documents only it may read) is never shown to a session with another."""
-    from ..tls import demarkus_home
-
-    if root is not None:
-        return root / ".demarkus" / "graph.sqlite"
-    safe = authority.replace("mark://", "").replace(":", "_").replace("/", "_").replace("[", "").replace("]", "")
-    if token:
-        safe += "-" + hashlib.sha256(token.encode("utf-8")).hexdigest()[:16]
-    return demarkus_home() / "graph" / f"{safe}.sqlite"

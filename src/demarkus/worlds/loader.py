@@ -47,16 +47,19 @@ async def load_world(
 
 
 async def _already_loaded(doc: WorldDocument, backend: Backend, token: str | None) -> bool:
-    history = await backend.versions(doc.path, token=token)
-    if history.status == "not-found":
+    # the current version first: absent, it settles the question without listing every
+    # version file of the folder (quadratic over a world kept in one folder)
+    current = await backend.fetch(doc.path, token=token)
+    if current.status == "not-found":
         return False
+    history = await backend.versions(doc.path, token=token)
     history.raise_for_status()
     if int(history.metadata.get("total", "0")) != len(doc.versions):
         raise ConflictError(
             f"{doc.path} already exists with {history.metadata.get('total')} versions, but the "
             f"world has {len(doc.versions)}; load the world into an empty store"
         )
-    current = (await backend.fetch(doc.path, token=token)).raise_for_status()
+    current.raise_for_status()
     want = "sha256-" + hashlib.sha256(doc.versions[-1].encode("utf-8")).hexdigest()
     if current.metadata.get("content-hash") != want:
         raise ConflictError(f"{doc.path} already exists with different content; load the world into an empty store")
