@@ -479,7 +479,7 @@ class SectionIndex:
                     found[row.key] = row
             if not found:
                 return []
-            matched = self._matched(snap, terms, selective, list(found))
+            matched = self._matched(snap, terms, selective, counts, list(found))
             ranked = rank(
                 [  # positional: a few hundred are built per search
                     Candidate(row.key, row.path, row.anchor, row.relevance, row.importance, matched.get(row.key, _NONE))
@@ -588,18 +588,31 @@ class SectionIndex:
         }
 
     def _matched(
-        self, snap: _Snapshot, terms: Sequence[str], selective: Sequence[str], keys: Sequence[int]
+        self,
+        snap: _Snapshot,
+        terms: Sequence[str],
+        selective: Sequence[str],
+        counts: Mapping[int, int],
+        keys: Sequence[int],
     ) -> dict[int, frozenset[int]]:
         """Row id -> indexes of the terms found anywhere in that row: one FTS5 match per
         term (`terms.key` is its index), each kept to the candidate rows.
 
         Every candidate holds one of the `selective` terms somewhere (a catalog row holds
-        them all in its title), so a term left out of the engine query is matched together
-        with them: FTS5 then walks the few rows those hold and skips through the common
-        term's long list, instead of reading all of it; the rows kept are the same."""
+        them all in its title), so a term left out of the engine query may be matched
+        together with them: FTS5 then walks the rows those hold and skips through the
+        term's own list instead of reading all of it. FTS5 advances an OR of k terms by
+        comparing all k at each of their rows, so that walk costs about k times their rows
+        (`counts`: rows per term); it is taken only for a term whose own list is longer
+        than that. The rows kept are the same either way. (Taken for every term, a
+        question of a dozen words cost a quarter more than reading the lists.)"""
         either = match_any(selective)
         asked = set(selective)
-        exprs = [quote(t) if t in asked else f"{quote(t)} AND ({either})" for t in terms]
+        walk = sum(counts[i] for i, term in enumerate(terms) if term in asked)
+        exprs = [
+            f"{quote(t)} AND ({either})" if t not in asked and counts[i] > walk * len(asked) else quote(t)
+            for i, t in enumerate(terms)
+        ]
         out: dict[int, list[int]] = {}
         for index, key in snap.db.execute(
             "SELECT terms.key, fts.rowid FROM json_each(?) AS terms CROSS JOIN fts"
