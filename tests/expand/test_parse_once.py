@@ -83,29 +83,30 @@ def test_held_documents_stay_within_their_bytes_and_forget_what_has_no_etag() ->
     assert held.bodies == 5
 
 
-async def test_a_long_body_is_parsed_beside_the_event_loop(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+async def test_a_long_body_is_parsed_beside_the_event_loop(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import threading
 
     from demarkus.expand import document
 
-    seen: list[str] = []
+    service = Service.open(tmp_path, trusted=True)
+    await _publish(service, "/notes/short.md", f"# Short\n\n## Lease\n\n{QUERY} is short.\n")
+    filler = "A paragraph of the long document, unrelated.\n\n" * (document.PARSE_INLINE_MAX // 40)
+    await _publish(service, "/notes/long.md", f"# Long\n\n## Lease\n\n{QUERY} is long.\n\n{filler}")
+    seen: dict[int, str] = {}
     real_get = PARSES.get
 
     def watched(body: bytes):  # type: ignore[no-untyped-def]
-        seen.append(threading.current_thread().name)
+        seen[len(body)] = threading.current_thread().name
         return real_get(body)
 
+    PARSES.clear()
     monkeypatch.setattr(PARSES, "get", watched)
-    short = b"# Short\n\nA paragraph.\n"
-    long = b"# Long\n\n" + b"A paragraph of the long document.\n\n" * (document.PARSE_INLINE_MAX // 30)
-
-    async def fetch(location: str) -> Fetched:
-        return Fetched(location, short if location == "/short.md" else long)
-
-    fetcher = document.Fetcher(fetch)
-    assert isinstance(await fetcher.get("/short.md"), document.Document)
-    assert isinstance(await fetcher.get("/long.md"), document.Document)
+    tools = Tools(LocalResolver(service, AUTHORITY, GraphStore(None), scope="/"))
+    await tools.lookup(QUERY, "/notes", None, 3, "body", 600)
     main = threading.current_thread().name
-    assert seen[0] == main  # a short body is parsed in place
-    assert seen[1] != main  # a long one on a worker thread
+    long = [size for size in seen if size > document.PARSE_INLINE_MAX]
+    short = [size for size in seen if size <= document.PARSE_INLINE_MAX]
+    assert long and short, seen
+    assert all(seen[size] == main for size in short)  # a short body is parsed in place
+    assert all(seen[size] != main for size in long)  # a long one on a worker thread
     PARSES.clear()

@@ -69,6 +69,14 @@ class ParseCache:
                 self._bytes -= len(dropped.outline.body)
         return parsed
 
+    def shared(self, body: bytes) -> bytes:
+        """The cache's own copy of these bytes when it holds their parse, else `body`: a
+        caller keeping a body keeps the one copy every other caller keeps."""
+        key = hashlib.sha256(body).digest()
+        with self._lock:
+            found = self._entries.get(key)
+        return found.outline.body if found is not None else body
+
     def holds(self, body: bytes) -> bool:
         """Whether `body`'s parse is cached (a `get` would not parse)."""
         key = hashlib.sha256(body).digest()

@@ -324,8 +324,8 @@ class Tools:
                 response.raise_for_status()
                 raise BadRequestError(f"{location} answered {response.status}")
             version = response.metadata.get("version")
-            # The parse cache's copy of these bytes: callers holding the same version hold one body.
-            body = PARSES.get(response.body).outline.body
+            # Callers holding the same version hold one body: the parse cache's, once parsed.
+            body = PARSES.shared(response.body)
             fetched = Fetched(location, body, int(version) if version else None, response.metadata)
             self.held.keep(location, response.metadata.get("etag"), fetched)
             return fetched
