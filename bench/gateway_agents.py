@@ -230,7 +230,7 @@ async def drive(
     url: str, tokens: list[str], queries: list[str], small: str, spans: dict[str, float], procs: Processes
 ) -> dict[str, Any]:
     agents = [Agent(url, token) for token in tokens]
-    prober, callers = agents[0], agents[1:]
+    prober, others = agents[0], agents[1:]  # the prober is one of the callers in the loops
     await asyncio.gather(*(a.open() for a in agents))
     try:
         await closed_loop(agents, queries, spans["warm"], LOOKUP)
@@ -241,7 +241,7 @@ async def drive(
         span = time.monotonic() - wall
         results["open_loop"] = {
             **summary(samples, span),
-            "offered_per_s": round(len(agents) / 1.0, 1),
+            "offered_per_s": float(len(agents)),  # one call a second each
             "cpu_per_call": cpu_per_call(cpu, procs.cpu(), len(samples)),
             "gateway_peak_rss_mib": common.peak_rss_mib(procs.gateway.pid),
         }
@@ -256,7 +256,7 @@ async def drive(
 
         alone = await probe(prober, spans["probe"], small)
         during, heavy = await asyncio.gather(
-            probe(prober, spans["probe"], small), closed_loop(callers[:BURST], queries, spans["probe"], HEAVY)
+            probe(prober, spans["probe"], small), closed_loop(others[:BURST], queries, spans["probe"], HEAVY)
         )
         results["stall_probe"] = {
             **{f"{tool}_alone": summary(alone[tool], spans["probe"]) for tool in alone},
@@ -295,7 +295,7 @@ def run_arm(name: str, src: Path, tmp: Path, world: Path, callers: int, spans: d
     common.load_world(world, root, env)
     queries = [q["question"] for q in json.loads((world / "questions.json").read_text())]
     small = "mark://peps" + smallest_document(world)
-    tokens = [auth.generate_token() for _ in range(callers + 1)]
+    tokens = [auth.generate_token() for _ in range(callers)]
     config = tmp / name / "gateway.toml"
     serve = [*common.DEMARKUS, "serve", "--root", str(root), "--host", "127.0.0.1", "--port", "0"]
     with common.server_process(serve, env) as (authority, found):
