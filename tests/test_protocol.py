@@ -137,10 +137,24 @@ def test_dot_dot_segments_are_not_found_before_anything_else():
         ({"title": "a\nb"}, "line break"),
         ({"title": "a\rb"}, "line break"),
         ({"title": "a\x00b"}, "control character"),
+        ({"title": "a\x1fb"}, "control character"),
+        ({"title": "a\x7fb"}, "control character"),
         ({f"k{i}": "v" for i in range(51)}, "at most 50"),
         ({"title": "x" * 1100}, "at most 1024 bytes"),
     ],
-    ids=["reserved-version", "reserved-etag", "uppercase", "colon", "lf", "cr", "nul", "too-many", "too-big"],
+    ids=[
+        "reserved-version",
+        "reserved-etag",
+        "uppercase",
+        "colon",
+        "lf",
+        "cr",
+        "nul",
+        "unit-separator",
+        "delete",
+        "too-many",
+        "too-big",
+    ],
 )
 def test_publisher_metadata_rules(metadata, fragment):
     with pytest.raises(BadRequestError) as caught:

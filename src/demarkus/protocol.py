@@ -139,6 +139,8 @@ RESERVED_KEYS = frozenset(
 """Keys the server owns; a publisher may not set them."""
 
 _KEY_RE = re.compile(r"[a-z0-9-]+")
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f]")
+"""A control character other than tab (CR and LF are refused first, with their own message)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,7 +328,7 @@ def validate_publisher_metadata(metadata: Mapping[str, str]) -> dict[str, str]:
             )
         if "\r" in value or "\n" in value:
             raise BadRequestError(f"metadata value of `{key}` contains a line break; values are single lines")
-        if any(ord(c) < 32 and c != "\t" for c in value) or "\x7f" in value:
+        if _CONTROL.search(value):
             raise BadRequestError(f"metadata value of `{key}` contains a control character")
         total += len(key.encode("utf-8")) + len(value.encode("utf-8"))
     if len(metadata) > MAX_PUBLISHER_KEYS:

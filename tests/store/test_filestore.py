@@ -45,6 +45,18 @@ def test_write_then_read_round_trips_body_and_metadata(store: FileStore) -> None
     assert doc.metadata == meta
 
 
+def test_a_write_returns_the_version_a_cold_read_parses(tmp_path: Path) -> None:
+    # the writer keeps what it wrote instead of reading it back: it must equal the file's
+    # parse, metadata order included (answers list it in that order)
+    root = tmp_path / "root"
+    meta = {"title": 'Quote " and é\tand ☃', "zeta": "last", "agent": "x", "tags": "a,b"}
+    written = FileStore(root).write("/a.md", b"# A\n", meta).document
+    cold = FileStore(root).read("/a.md")
+    assert written == cold
+    assert list(written.metadata.items()) == list(cold.metadata.items())
+    assert (written.etag, written.content_hash) == (cold.etag, cold.content_hash)
+
+
 def test_layout_is_a_relative_symlink_into_the_directorys_versions_folder(store: FileStore) -> None:
     store.write("/docs/a.md", b"one", {"title": "T", "agent": "x"})
     store.write("/docs/a.md", b"two", {})
@@ -365,10 +377,26 @@ def test_body_over_one_mib_is_refused(store: FileStore) -> None:
     assert store.current_version("/a.md") == 0
 
 
-@pytest.mark.parametrize("metadata", [{"Title": "x"}, {"a_b": "x"}, {"title": "a\nb"}, {"title": "a\x00b"}])
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        {"Title": "x"},
+        {"a_b": "x"},
+        {"title": "a\nb"},
+        {"title": "a\x00b"},
+        {"title": "a\x1fb"},
+        {"title": "a\ud800b"},
+        {"title": "a\udfffb"},
+    ],
+)
 def test_malformed_metadata_is_refused(store: FileStore, metadata: dict[str, str]) -> None:
     with pytest.raises(BadRequestError):
         store.write("/a.md", b"x", metadata)
+
+
+def test_a_tab_and_characters_outside_the_bmp_are_kept(store: FileStore) -> None:
+    meta = {"title": "a\tb \U0001f600 \x7f"}
+    assert store.write("/a.md", b"x", meta).document.metadata == meta
 
 
 def test_hundred_threads_racing_on_expected_version_have_one_winner_per_version(

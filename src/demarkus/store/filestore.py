@@ -38,6 +38,7 @@ from .versionfile import (
     serialize_version,
     set_archived,
     sha256_tag,
+    stored_metadata,
     verify_chain,
 )
 
@@ -54,6 +55,8 @@ _ROUTE_CHARS = 4 * 1024 * 1024
 names; the disk is still asked on every request), at most this many and this many
 characters of paths (deep paths hold a disk name per folder on the way)."""
 _KEY_RE = re.compile(r"[a-z0-9-]+")
+_BAD_VALUE_CHAR = re.compile("[\x00-\x08\x0a-\x1f\ud800-\udfff]")
+"""A control character other than tab, or a lone surrogate (no UTF-8 form)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,7 +313,7 @@ class FileStore:
                     server_version=number,
                 ) from None
             layout.swap_current(loc, number)
-            document = self._load(loc, number)
+            document = self._written(loc, number, raw, metadata, body)
             self._index(document)
             return WriteResult(document=document, changed=True)
 
@@ -376,11 +379,34 @@ class FileStore:
         if cached is not None and cached.path == loc.path:
             return cached
         document = self._parse_file(loc, number)
+        self._remember(key, document)
+        return document
+
+    def _written(
+        self, loc: Location, number: int, raw: bytes, metadata: Mapping[str, str], body: bytes
+    ) -> StoredVersion:
+        """The version this process has just written, as `_load` would parse it, without
+        reading it back: `parse_version` is `serialize_version`'s exact inverse, so only
+        the file's time comes from the disk (a bulk load skips a parse per version)."""
+        file = loc.version_file(number)
+        st = os.lstat(file)
+        document = StoredVersion(
+            path=loc.path,
+            version=number,
+            archived=False,
+            metadata=stored_metadata(metadata),
+            body=body,
+            raw=raw,
+            modified=layout.utc_seconds(st.st_mtime),
+        )
+        self._remember((file, st.st_ino, st.st_mtime_ns, st.st_size), document)
+        return document
+
+    def _remember(self, key: tuple[str, int, int, int], document: StoredVersion) -> None:
         if len(document.raw) <= _CACHE_MAX_FILE:
             if len(self._parsed) >= _CACHE_ENTRIES:
                 self._parsed.clear()  # simple and bounded; a cold read costs one parse
             self._parsed[key] = document
-        return document
 
     def _parse_file(self, loc: Location, number: int) -> StoredVersion:
         try:
@@ -540,7 +566,7 @@ def _checked_metadata(metadata: Mapping[str, str]) -> dict[str, str]:
             raise BadRequestError(
                 f"metadata key `{key}` is malformed: keys use only lowercase letters, digits and hyphens"
             )
-        if any((ord(c) < 32 and c != "\t") or 0xD800 <= ord(c) <= 0xDFFF for c in value):
+        if _BAD_VALUE_CHAR.search(value):
             raise BadRequestError(
                 f"metadata value of `{key}` contains a line break or control character; values are single lines of text"
             )

@@ -35,6 +35,7 @@ _DELIMITER = b"---\n"
 _KEY_RE = re.compile(r"[a-z0-9-]+")
 _HASH_RE = re.compile(r"sha256-[0-9a-f]{64}")
 _VERSION_RE = re.compile(r"[1-9][0-9]*")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _LINE_KEY_RE = re.compile(r"([^\s:]+):(?: |$)")
 _ARCHIVED_LINE_RE = re.compile(rb"---\nversion: [1-9][0-9]*\narchived: (true|false)\n")
 # Plain scalars only from characters that mean nothing to YAML in a block mapping value;
@@ -65,6 +66,12 @@ def disk_key(key: str) -> str:
     return key if key in OKF_KEYS else f"meta.{key}"
 
 
+def stored_metadata(metadata: Mapping[str, str]) -> dict[str, str]:
+    """`metadata` as `parse_version` gives it back: the same pairs, in the order their
+    keys are written (sorted by `disk_key`)."""
+    return dict(sorted(metadata.items(), key=lambda item: disk_key(item[0])))
+
+
 def serialize_version(vf: VersionFile) -> bytes:
     """Encode a version file; `parse_version` is its exact inverse.
 
@@ -82,10 +89,10 @@ def serialize_version(vf: VersionFile) -> bytes:
     lines = [f"version: {vf.version}", f"archived: {'true' if vf.archived else 'false'}"]
     if vf.previous_hash is not None:
         lines.append(f"previous-hash: {vf.previous_hash}")
-    for key, value in sorted(vf.metadata.items(), key=lambda item: disk_key(item[0])):
+    for key, value in stored_metadata(vf.metadata).items():
         if not _KEY_RE.fullmatch(key):
             raise ValueError(f"metadata key {key!r} must match [a-z0-9-]+")
-        if "\r" in value or "\n" in value or any(0xD800 <= ord(c) <= 0xDFFF for c in value):
+        if "\r" in value or "\n" in value or _SURROGATE.search(value):
             raise ValueError(f"metadata value of {key!r} contains a line break or a lone surrogate")
         lines.append(f"{disk_key(key)}: {_scalar(value)}")
     head = "---\n" + "\n".join(lines) + "\n---\n"
