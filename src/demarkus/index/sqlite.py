@@ -411,6 +411,12 @@ class SectionIndex:
             self._delete(path)
 
     def _delete(self, path: str) -> None:
+        # a path with no rows (every path of a fresh index) asks FTS5 nothing: a query on
+        # an FTS5 table first writes out the rows inserted in this transaction, so asking
+        # would cut a bulk load's segments into one per document
+        if self._db.execute("SELECT 1 FROM sections WHERE path = ? LIMIT 1", (path,)).fetchone() is None:
+            self._db.execute("DELETE FROM documents WHERE path = ?", (path,))
+            return
         for table in ("fts", "catalog"):
             self._db.execute(
                 f"DELETE FROM {table} WHERE rowid IN (SELECT id FROM sections WHERE path = ?)",
