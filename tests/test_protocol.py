@@ -9,6 +9,7 @@ from demarkus.protocol import (
     MAX_BODY,
     MAX_METADATA,
     MAX_REQUEST_LINE,
+    MAX_ROW_ETAGS_BYTES,
     Request,
     Response,
     Status,
@@ -16,10 +17,12 @@ from demarkus.protocol import (
     canonical_url,
     encode_request,
     encode_response,
+    encode_row_etags,
     error_response,
     parse_mark_url,
     parse_request,
     parse_response,
+    parse_row_etags,
     resolve_reference,
     validate_publisher_metadata,
 )
@@ -227,3 +230,24 @@ def test_canonical_url_drops_the_default_port_only():
 def test_a_request_over_the_limits_is_refused_before_a_byte_is_sent(request_, fragment):
     with pytest.raises(BadRequestError, match=fragment):
         encode_request(request_)
+
+
+def test_row_etags_round_trip_in_row_order() -> None:
+    etags = {"/b.md": "e" * 64, "/a b/ü.md": "f" * 64}
+    text = encode_row_etags(etags)
+    assert "\n" not in text
+    assert list(parse_row_etags(text).items()) == list(etags.items())
+
+
+def test_row_etags_keep_whole_pairs_within_their_bound() -> None:
+    etags = {f"/{'d' * 900}/{i}.md": "e" * 64 for i in range(40)}
+    text = encode_row_etags(etags)
+    kept = parse_row_etags(text)
+    assert len(text.encode()) <= MAX_ROW_ETAGS_BYTES
+    assert 0 < len(kept) < 40
+    assert list(kept) == list(etags)[: len(kept)]  # the first rows' documents
+
+
+@pytest.mark.parametrize("value", [None, "", "not json", "[1, 2]", '"x"', '{"/a.md": 3}'])
+def test_a_missing_or_malformed_row_etags_names_nothing(value: str | None) -> None:
+    assert parse_row_etags(value) == {}

@@ -68,6 +68,7 @@ class Backend(Protocol):
         limit: int | None = None,
         match: str | None = None,
         token: str | None = None,
+        row_etags: bool = False,
     ) -> Response: ...
 
 
@@ -160,6 +161,7 @@ class VerbMethods:
         limit: int | None = None,
         match: str | None = None,
         token: str | None = None,
+        row_etags: bool = False,
     ) -> Response:
         meta = _meta(
             token,
@@ -167,5 +169,6 @@ class VerbMethods:
             filter=filter,
             limit=str(limit) if limit is not None and limit > 0 else None,
             match=match,
+            row_etags="true" if row_etags else None,
         )
         return await self.request(Request(Verb.LOOKUP, path, meta))

@@ -64,6 +64,14 @@ MAX_QUERY_TERMS = 64
 """Distinct words in a LOOKUP query. A question is a sentence; every word costs one term
 match per candidate row, so a pasted page of text is refused with this number."""
 
+ROW_ETAGS = "row-etags"
+"""LOOKUP request key (`true`): answer with the etag of each row's document, under the same
+key, as a JSON object from path to etag. A caller holding a document with that etag uses
+it without asking for it again; an authority that does not know the key sends none, and
+the caller asks with `if-none-match` as before."""
+MAX_ROW_ETAGS_BYTES = 16 * 1024
+"""The row etags an answer carries, as JSON: the documents of the first rows, whole."""
+
 MAX_PUBLISHER_KEYS = 50
 MAX_PUBLISHER_BYTES = 1024
 """Sum of key and value lengths (UTF-8 bytes) over publisher metadata."""
@@ -624,3 +632,30 @@ def resolve_reference(base: str, reference: str) -> str:
     if joined.startswith("http://local.invalid/"):
         return joined[len("http://local.invalid") :]
     return canonical_url(f"{SCHEME}://" + joined[len("http://") :])
+
+
+def encode_row_etags(etags: Mapping[str, str]) -> str:
+    """`path -> etag`, in the rows' order, as one line of JSON within `MAX_ROW_ETAGS_BYTES`
+    (the documents of later rows are left out, never half a pair)."""
+    kept: dict[str, str] = {}
+    size = 2
+    for path, etag in etags.items():
+        size += len(json.dumps(path)) + len(json.dumps(etag)) + 2
+        if size > MAX_ROW_ETAGS_BYTES:
+            break
+        kept[path] = etag
+    return json.dumps(kept, separators=(",", ":"))
+
+
+def parse_row_etags(value: str | None) -> dict[str, str]:
+    """The `row-etags` of a LOOKUP answer; empty when absent or not a JSON object of strings
+    (it only saves requests, so a malformed one costs nothing but them)."""
+    if not value:
+        return {}
+    try:
+        loaded = json.loads(value)
+    except ValueError:
+        return {}
+    if not isinstance(loaded, dict):
+        return {}
+    return {k: v for k, v in loaded.items() if isinstance(k, str) and isinstance(v, str)}

@@ -16,7 +16,7 @@ import re
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,6 +35,7 @@ from .errors import (
     ArchivedError,
     BadRequestError,
     DemarkusError,
+    IntegrityError,
     NotFoundError,
     NotPermittedError,
 )
@@ -42,10 +43,12 @@ from .index import Index, SectionIndex, content_words, reconcile
 from .protocol import (
     MAX_BODY,
     MAX_QUERY_TERMS,
+    ROW_ETAGS,
     Request,
     Response,
     Status,
     Verb,
+    encode_row_etags,
     error_response,
     normalize_scope,
     parse_count,
@@ -639,8 +642,24 @@ class Service(VerbMethods):
         hidden = self._hidden_documents(scope, visible)
         if hidden:
             out[HIDDEN] = str(hidden)
+        if meta.get(ROW_ETAGS) == "true" and rows:
+            out[ROW_ETAGS] = encode_row_etags(self._etags(row.path for row in rows))
         body = render_lookup(query, scope, rows, body_match=body_match)
         return Response(Status.OK, out, body.encode("utf-8"))
+
+    def _etags(self, paths: Iterable[str]) -> dict[str, str]:
+        """The current etag of each document named, in order (the rows were read with the
+        caller's token already). One gone, archived or damaged meanwhile is left out: the
+        caller then asks for it and is told."""
+        out: dict[str, str] = {}
+        for path in paths:
+            if path in out:
+                continue
+            with contextlib.suppress(NotFoundError, IntegrityError):
+                doc = self.store.read(path)
+                if not doc.archived:
+                    out[path] = doc.etag
+        return out
 
     _handlers: dict[Verb, Callable[[Service, Request], Response]] = {
         Verb.FETCH: _fetch,

@@ -1,10 +1,13 @@
 """A version is parsed once per process and sent once per caller: the second budgeted
-lookup of the same rows parses nothing and transfers no body, over a real QUIC authority;
-a document that changed in between is sent and parsed again."""
+lookup of the same rows parses nothing and transfers no body, over a real QUIC authority
+(the lookup's answer names its rows' etags, so held documents are not even asked for; an
+authority that names none is asked with `if-none-match`); a document that changed in
+between is sent and parsed again."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from demarkus.client import Client
 from demarkus.expand.document import Fetched
@@ -13,6 +16,7 @@ from demarkus.expand.parsecache import PARSES, ParseCache
 from demarkus.graph import GraphStore
 from demarkus.mcp.server import LocalResolver
 from demarkus.mcp.tools import Tools
+from demarkus.protocol import ROW_ETAGS, Request, Response, Verb, parse_row_etags
 from demarkus.server.quic import serve_mark
 from demarkus.service import Service
 
@@ -24,13 +28,48 @@ async def _publish(service: Service, path: str, body: str) -> None:
     (await service.publish(path, body)).raise_for_status()
 
 
-async def test_a_repeated_lookup_parses_nothing_and_is_sent_no_body(tmp_path: Path, tls_files) -> None:
+async def _notes(tmp_path: Path) -> Service:
     service = Service.open(tmp_path, trusted=True)
     for name in ("alpha", "beta", "gamma"):
         body = (
             f"# {name.title()}\n\n## Lease\n\nThe {name} lease heartbeat interval is 5 s.\n\n## Other\n\nUnrelated.\n"
         )
         await _publish(service, f"/notes/{name}.md", body)
+    return service
+
+
+def _count_fetches(service: Service) -> list[str]:
+    """The paths of the FETCH requests the service answers from now on."""
+    seen: list[str] = []
+    handle = service.handle
+
+    def counted(request: Request) -> Response:
+        if request.verb == Verb.FETCH:
+            seen.append(request.path)
+        return handle(request)
+
+    service.handle = counted  # type: ignore[method-assign]
+    return seen
+
+
+class _OlderAuthority:
+    """A client whose authority does not know `row-etags` (it answers without them)."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    async def lookup(self, *args: Any, **kwargs: Any) -> Response:
+        response = await self._client.lookup(*args, **kwargs)
+        meta = {k: v for k, v in response.metadata.items() if k != ROW_ETAGS}
+        return Response(response.status, meta, response.body)
+
+
+async def test_a_repeated_lookup_parses_nothing_and_is_sent_no_body(tmp_path: Path, tls_files) -> None:
+    service = await _notes(tmp_path)
+    fetches = _count_fetches(service)
     cert, key = tls_files
     PARSES.clear()
     async with (
@@ -41,17 +80,54 @@ async def test_a_repeated_lookup_parses_nothing_and_is_sent_no_body(tmp_path: Pa
         first = await tools.lookup(QUERY, "/notes", None, 3, "body", 600)
         parses, bodies = PARSES.parses, tools.held.bodies
         assert bodies == 3 and parses == 3, (bodies, parses)  # three rows, three documents
+        assert len(fetches) == 3
 
         again = await tools.lookup(QUERY, "/notes", None, 3, "body", 600)
         assert again == first
         assert (PARSES.parses, tools.held.bodies) == (parses, bodies)  # nothing parsed, no body sent
-        assert tools.held.unchanged == 3
+        assert len(fetches) == 3  # not even asked: the lookup named the etags the caller holds
+        assert (tools.held.current, tools.held.unchanged) == (3, 0)
 
         await _publish(service, "/notes/beta.md", "# Beta\n\n## Lease\n\nThe beta lease heartbeat interval is 9 s.\n")
         changed = await tools.lookup(QUERY, "/notes", None, 3, "body", 600)
         assert "interval is 9 s" in changed and "interval is 5 s" in changed
         assert tools.held.bodies == bodies + 1  # only the changed document was sent
         assert PARSES.parses == parses + 1  # and parsed
+        assert fetches[3:] == ["/notes/beta.md"]
+    service.close()
+
+
+async def test_without_row_etags_the_held_documents_are_asked_for_if_none_match(tmp_path: Path, tls_files) -> None:
+    service = await _notes(tmp_path)
+    fetches = _count_fetches(service)
+    cert, key = tls_files
+    PARSES.clear()
+    async with (
+        serve_mark(service, host="127.0.0.1", port=0, cert=cert, key=key) as server,
+        Client(f"mark://localhost:{server.port}", ca=cert, dial_host="127.0.0.1") as client,
+    ):
+        tools = Tools(LocalResolver(_OlderAuthority(client), AUTHORITY, GraphStore(None), scope="/"))  # type: ignore[arg-type]
+        first = await tools.lookup(QUERY, "/notes", None, 3, "body", 600)
+        again = await tools.lookup(QUERY, "/notes", None, 3, "body", 600)
+        assert again == first
+        assert len(fetches) == 6  # asked again, answered `not-modified`
+        assert (tools.held.bodies, tools.held.unchanged, tools.held.current) == (3, 3, 0)
+    service.close()
+
+
+async def test_a_lookup_names_its_rows_etags_only_when_asked(tmp_path: Path) -> None:
+    service = await _notes(tmp_path)
+    plain = await service.lookup("/notes", QUERY, match="body")
+    assert ROW_ETAGS not in plain.metadata
+    asked = await service.lookup("/notes", QUERY, match="body", limit=2, row_etags=True)
+    etags = parse_row_etags(asked.metadata[ROW_ETAGS])
+    assert len(etags) == 2  # the documents of the two rows, no others
+    for path, etag in etags.items():
+        assert (await service.fetch(path)).metadata["etag"] == etag
+    catalog = await service.lookup("/notes", "alpha", row_etags=True)
+    assert list(parse_row_etags(catalog.metadata[ROW_ETAGS])) == ["/notes/alpha.md"]
+    none = await service.lookup("/notes", "zebra", match="body", row_etags=True)
+    assert ROW_ETAGS not in none.metadata  # no rows, no etags
     service.close()
 
 

@@ -1,10 +1,12 @@
 """The documents one caller's lookups fetched, so the next lookup asks for them with
-`if-none-match` and the authority answers `not-modified` without sending the body again.
+`if-none-match` and the authority answers `not-modified` without sending the body again,
+or, when the lookup's own answer named the etag a held document still has, does not ask.
 
 Held per caller (one per tool surface: a stdio MCP server, a gateway session), never
-shared: a body is reused only for the caller that fetched it, and every conditional fetch
-still carries that caller's token, so the authority checks the read as before. Bounded
-by the bytes of the bodies held, least recently used dropped first.
+shared: a body is reused only for the caller that fetched it, and only after an answer
+to that caller's token vouched for it (a `not-modified`, or the lookup listing the
+document among the rows it may read). Bounded by the bytes of the bodies held, least
+recently used dropped first.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ class HeldDocuments:
         """Fetches that transferred a body, for the tests and benches."""
         self.unchanged = 0
         """Fetches answered `not-modified`: the held body was reused."""
+        self.current = 0
+        """Fetches not sent: the lookup's answer named the held etag."""
 
     def etag(self, location: str) -> str | None:
         held = self._entries.get(location)
@@ -48,6 +52,16 @@ class HeldDocuments:
         held = self._entries[location]
         self._entries.move_to_end(location)
         self.unchanged += 1
+        return held.fetched
+
+    def still(self, location: str, etag: str | None) -> Fetched | None:
+        """The held document when `etag`, the one the authority just named for it, is the
+        one it was sent with; None otherwise (ask for it)."""
+        held = self._entries.get(location)
+        if held is None or etag is None or held.etag != etag:
+            return None
+        self._entries.move_to_end(location)
+        self.current += 1
         return held.fetched
 
     def keep(self, location: str, etag: str | None, fetched: Fetched) -> None:

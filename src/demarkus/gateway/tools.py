@@ -48,7 +48,7 @@ from ..expand.table import Table, TableRow
 from ..mcp.server import lookup_result, tool_errors
 from ..mcp.text import envelope
 from ..mcp.tools import Target, ToolFailure, Tools, catalog_reason, check_lookup_arguments
-from ..protocol import Response, Status, normalize_scope
+from ..protocol import ROW_ETAGS, Response, Status, normalize_scope, parse_row_etags
 from ..render import escape_cell, render_lookup
 from .qualify import qualify_versions, world_of, world_prefix
 from .resolver import GatewayResolver
@@ -137,11 +137,12 @@ class GatewayTools(Tools):
         if not worlds:
             raise ToolFailure("you can read no worlds; ask the gateway's operator to add some to your caller entry")
         targets = [self._resolve(f"{world_prefix(world)}{scope}") for world in worlds]
-        answers = await asyncio.gather(*(self._lookup_one(t, query, filter, limit, match) for t in targets))
+        answers = await asyncio.gather(*(self._lookup_one(t, query, filter, limit, match, budget > 0) for t in targets))
         tables: dict[str, Table] = {}
         failures: list[tuple[str, str]] = []
         catalog_only: list[str] = []
         hidden: dict[str, int] = {}
+        current: dict[str, str] = {}
         carried = True
         for world, target, answer in zip(worlds, targets, answers, strict=True):
             if isinstance(answer, str):
@@ -152,6 +153,8 @@ class GatewayTools(Tools):
                 failures.append((world, "the world answered without a lookup table"))
                 continue
             tables[world] = table
+            for path, etag in parse_row_etags(answer.metadata.get(ROW_ETAGS)).items():
+                current[self.resolver.name(target, path)] = etag
             if hidden_count(answer.metadata):
                 hidden[world] = hidden_count(answer.metadata)
                 carried = carried and bool(target.token)
@@ -196,16 +199,23 @@ class GatewayTools(Tools):
         if budget <= 0:
             return result, None
         # The same selection Tools.lookup runs, fetching with this caller's resolver.
-        selection = await select_evidence(result, merged.rows, query, budget, self._fetcher())
+        selection = await select_evidence(result, merged.rows, query, budget, self._fetcher(current))
         return result + selection.text, selection
 
     async def _lookup_one(
-        self, target: Target, query: str, filter: str | None, limit: int | None, match: str | None
+        self, target: Target, query: str, filter: str | None, limit: int | None, match: str | None, etags: bool
     ) -> Response | str:
-        """One world's answer, or why it failed (a message for the agent)."""
+        """One world's answer, or why it failed (a message for the agent); `etags`: ask for
+        its rows' etags."""
         try:
             response = await target.backend.lookup(
-                target.path, query, filter=filter, limit=limit, match=match or None, token=target.token
+                target.path,
+                query,
+                filter=filter,
+                limit=limit,
+                match=match or None,
+                token=target.token,
+                row_etags=etags,
             )
             if response.status != Status.OK:
                 response.raise_for_status()

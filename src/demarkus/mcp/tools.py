@@ -31,7 +31,7 @@ from ..graph.card import (
     render_siblings_unavailable,
 )
 from ..markdown import extract_links, opening_paragraph, outline_text, parse_outline
-from ..protocol import Response, Status
+from ..protocol import ROW_ETAGS, Response, Status, parse_row_etags
 from .text import (
     FETCH_KEYS,
     FETCH_VERBOSE_KEYS,
@@ -130,6 +130,12 @@ def _hidden_extra(response: Response, target: Target, noun: tuple[str, str], whe
 def _without_hidden(metadata: Mapping[str, str]) -> Mapping[str, str]:
     """The metadata less the bare `hidden` count, which the `hidden` line says in words."""
     return {k: v for k, v in metadata.items() if k != HIDDEN} if HIDDEN in metadata else metadata
+
+
+def _shown(metadata: Mapping[str, str]) -> Mapping[str, str]:
+    """A lookup's metadata as the tool prints it: less the `hidden` count and the row
+    etags (for the fetcher only)."""
+    return _without_hidden({k: v for k, v in metadata.items() if k != ROW_ETAGS})
 
 
 def catalog_reason(query: str, otherwise: str = "this authority has no body match") -> str:
@@ -286,7 +292,13 @@ class Tools:
         if target.anchor:
             raise ToolFailure(f"the lookup scope {url} cannot have an #anchor; pass a directory such as / or /docs")
         response = await target.backend.lookup(
-            target.path, query, filter=filter, limit=limit, match=match or None, token=target.token
+            target.path,
+            query,
+            filter=filter,
+            limit=limit,
+            match=match or None,
+            token=target.token,
+            row_etags=budget > 0,
         )
         _raise_for_bad_request(response)
         extra = _hidden_extra(
@@ -302,19 +314,27 @@ class Tools:
             # marks stand for a title and tags repeated from the row above.
             table = table.named(lambda path: self.resolver.name(target, path))
             body = (table.compact() if budget > 0 else table).render()
-        meta = _without_hidden(response.metadata)
+        meta = _shown(response.metadata)
         text = envelope(response.status, meta, body, keys=LOOKUP_KEYS, verbose=verbose, extra=extra)
         if budget <= 0 or table is None:
             return text, None
+        current = {
+            self.resolver.name(target, path): etag
+            for path, etag in parse_row_etags(response.metadata.get(ROW_ETAGS)).items()
+        }
         # The budget covers the whole result: envelope and table included.
-        selection = await select_evidence(text, table.rows, query, budget, self._fetcher())
+        selection = await select_evidence(text, table.rows, query, budget, self._fetcher(current))
         return text + selection.text, selection
 
-    def _fetcher(self) -> FetchFn:
+    def _fetcher(self, current: Mapping[str, str] | None = None) -> FetchFn:
         """Fetch documents by the name the tools print, with the caller's own token and
-        resolver: scope never widens."""
+        resolver: scope never widens. `current`: etags the lookup's answer named, by that
+        name; a document held with its etag is not asked for again."""
 
         async def fetch(location: str) -> Fetched:
+            still = self.held.still(location, (current or {}).get(location))
+            if still is not None:
+                return still
             target = self.resolver.resolve(location)
             etag = self.held.etag(location)
             response = await target.backend.fetch(target.path, token=target.token, if_none_match=etag)
