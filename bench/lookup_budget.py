@@ -8,7 +8,8 @@ Three arms, side by side in one run, each over the same generic queries (those o
 - **budget, cold**: with a budget, the process's parse cache emptied and a new caller
   before each query (every document fetched and parsed);
 - **budget, warm**: with a budget, the second pass of one caller (parses cached, bodies
-  held and asked for with `if-none-match`).
+  held: a row's document is used as held when the lookup names its etag, a related one is
+  asked for with `if-none-match`).
 
 The target is warm <= 1.5 x plain (p50). The texts of the cold and warm arms must be
 identical: caching changes no byte of what is selected.
@@ -73,7 +74,11 @@ async def measure(root: Path, authority: str, iterations: int, budget: int, limi
     return {
         "latency": {arm: common.latency_summary_ms(values) for arm, values in samples.items()},
         "identical_texts": digests["budget, cold"].digest() == digests["budget, warm"].digest(),
-        "warm_fetches": {"bodies": warm.held.bodies, "not_modified": warm.held.unchanged},
+        "warm_fetches": {
+            "bodies": warm.held.bodies,
+            "not_modified": warm.held.unchanged,
+            "not_asked": warm.held.current,
+        },
     }
 
 
