@@ -549,3 +549,24 @@ def test_sigkill_at_any_moment_leaves_a_valid_chain_and_no_partial_version(
         assert current == store.versions("/churn.md")[0].version
         assert store.read("/churn.md").body.startswith(f"write {current}\n".encode())
         assert not [n for n in os.listdir(tmp_path / "versions") if n.startswith(".")]
+
+
+def test_the_folders_a_first_write_creates_survive_a_power_cut(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # a new folder is durable once its parent is fsynced; the version inside it is acknowledged
+    from demarkus.store import layout
+
+    synced: list[Path] = []
+    real = layout.fsync_dir
+
+    def record(directory: Path) -> None:
+        synced.append(Path(directory))
+        real(directory)
+
+    store = FileStore(tmp_path / "root")
+    root = tmp_path / "root"
+    monkeypatch.setattr(layout, "fsync_dir", record)
+    store.write("/a/b/c.md", b"# C\n", {})
+    assert {root, root / "a", root / "a" / "b", root / "a" / "b" / "versions"} <= set(synced)
+    synced.clear()
+    store.write("/a/b/d.md", b"# D\n", {})
+    assert root not in synced and root / "a" not in synced  # nothing new above the document

@@ -255,18 +255,27 @@ def read_flat(path: Path) -> bytes:
 
 
 def make_versions_dir(loc: Location) -> None:
-    """Create the document's directory and its `versions/` folder.
+    """Create the document's directory and its `versions/` folder. Each folder it creates
+    is made to survive a power cut (its parent is fsynced): the version linked into it is
+    acknowledged as stored.
 
     Raises:
         BadRequestError: a document already uses a parent's name.
         NotFoundError: `versions` exists but is not a real directory.
     """
+    missing = []
+    folder = loc.versions_dir
+    while not os.path.lexists(folder) and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
     try:
         loc.versions_dir.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
         raise BadRequestError(f"cannot create `{loc.path}`: a document already uses one of its parent names") from None
     if not is_real_dir(loc.versions_dir):
         raise NotFoundError(f"`{loc.path}` has a `versions` entry that is not a real directory; it is not served")
+    for created in reversed(missing):  # top down: each parent holds its new entry
+        fsync_dir(created.parent)
 
 
 def write_temp(loc: Location, raw: bytes) -> Path:
