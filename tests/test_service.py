@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -298,3 +299,28 @@ async def test_paths_escaping_the_root_are_not_found(
     assert (await backend.fetch("/escape/secret.md")).status == "not-found"
     assert (await backend.publish("/escape/new.md", "x", token=tokens.writer)).status == "not-found"
     assert not (outside / "new.md").exists()
+
+
+async def test_row_etags_name_the_rows_then_the_readable_documents_they_relate_to(backend: Backend, tokens: Tokens):
+    async def publish(path: str, body: str, **metadata: str) -> str:
+        response = await backend.publish(path, body, metadata=metadata, token=tokens.writer)
+        response.raise_for_status()
+        return (await backend.fetch(path, token=tokens.reader)).metadata["etag"]
+
+    old = await publish("/notes/old.md", "# Old\n\nThe old rule.\n")
+    secret = await publish("/private/older.md", "# Older\n\nThe oldest rule.\n")
+    await publish("/notes/links.md", "# Links\n\nSee also.\n")
+    new = await publish(
+        "/notes/new.md",
+        "# New\n\nThe quorum rule.\n",
+        **{"rel-supersedes": "/notes/old.md, /private/older.md", "rel-see-also": "/notes/links.md"},
+    )
+
+    def etags(response) -> dict[str, str]:  # type: ignore[no-untyped-def]
+        return json.loads(response.metadata["row-etags"])
+
+    anonymous = await backend.lookup("/notes", "quorum", match="body", row_etags=True)
+    # the row first, then what it supersedes (an evidence predicate) that the caller may read
+    assert list(etags(anonymous).items()) == [("/notes/new.md", new), ("/notes/old.md", old)]
+    reader = await backend.lookup("/notes", "quorum", match="body", row_etags=True, token=tokens.reader)
+    assert etags(reader) == {"/notes/new.md": new, "/notes/old.md": old, "/private/older.md": secret}

@@ -65,12 +65,13 @@ MAX_QUERY_TERMS = 64
 match per candidate row, so a pasted page of text is refused with this number."""
 
 ROW_ETAGS = "row-etags"
-"""LOOKUP request key (`true`): answer with the etag of each row's document, under the same
-key, as a JSON object from path to etag. A caller holding a document with that etag uses
-it without asking for it again; an authority that does not know the key sends none, and
-the caller asks with `if-none-match` as before."""
+"""LOOKUP request key (`true`): answer, under the same key, with a JSON object from path to
+etag: each row's document, then the documents on the authority they relate to by an
+evidence predicate (`markdown.PREFERRED`, the one hop's) that the caller may read. A caller
+holding a document with that etag uses it without asking for it again; an authority that
+does not know the key sends none, and the caller asks with `if-none-match` as before."""
 MAX_ROW_ETAGS_BYTES = 16 * 1024
-"""The row etags an answer carries, as JSON: the documents of the first rows, whole."""
+"""The row etags an answer carries, as JSON: the first documents, whole pairs only."""
 
 MAX_PUBLISHER_KEYS = 50
 MAX_PUBLISHER_BYTES = 1024

@@ -16,7 +16,7 @@ import re
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -40,6 +40,7 @@ from .errors import (
     NotPermittedError,
 )
 from .index import Index, SectionIndex, content_words, reconcile
+from .markdown import PREFERRED, parse_relations
 from .protocol import (
     MAX_BODY,
     MAX_QUERY_TERMS,
@@ -643,23 +644,37 @@ class Service(VerbMethods):
         if hidden:
             out[HIDDEN] = str(hidden)
         if meta.get(ROW_ETAGS) == "true" and rows:
-            out[ROW_ETAGS] = encode_row_etags(self._etags(row.path for row in rows))
+            out[ROW_ETAGS] = encode_row_etags(self._etags([row.path for row in rows], visible))
         body = render_lookup(query, scope, rows, body_match=body_match)
         return Response(Status.OK, out, body.encode("utf-8"))
 
-    def _etags(self, paths: Iterable[str]) -> dict[str, str]:
-        """The current etag of each document named, in order (the rows were read with the
-        caller's token already). One gone, archived or damaged meanwhile is left out: the
-        caller then asks for it and is told."""
+    def _etags(self, paths: Sequence[str], visible: Callable[[str], bool]) -> dict[str, str]:
+        """The current etag of each document named (rows the caller may read), in order, then
+        of the documents on this authority they relate to by an evidence predicate (the
+        targets of the one hop) that the caller may read. One gone, archived or damaged
+        meanwhile is left out: the caller then asks for it and is told."""
         out: dict[str, str] = {}
+        related: list[str] = []
         for path in paths:
-            if path in out:
-                continue
-            with contextlib.suppress(NotFoundError, IntegrityError):
-                doc = self.store.read(path)
-                if not doc.archived:
+            doc = self._current(path) if path not in out else None
+            if doc is not None:
+                out[path] = doc.etag
+                relations, _ = parse_relations(doc.metadata, path)
+                related += [r.target for r in relations if r.authority is None and r.predicate in PREFERRED]
+        for path in related:
+            if path not in out and visible(path):
+                doc = self._current(path)
+                if doc is not None:
                     out[path] = doc.etag
         return out
+
+    def _current(self, path: str) -> StoredVersion | None:
+        """The current version of a document, None when it is gone, archived or damaged."""
+        try:
+            doc = self.store.read(path)
+        except (NotFoundError, IntegrityError, BadRequestError):
+            return None
+        return None if doc.archived else doc
 
     _handlers: dict[Verb, Callable[[Service, Request], Response]] = {
         Verb.FETCH: _fetch,

@@ -1,6 +1,7 @@
 """The documents one caller's lookups fetched, so the next lookup asks for them with
 `if-none-match` and the authority answers `not-modified` without sending the body again,
-or, when the lookup's own answer named the etag a held document still has, does not ask.
+or, when the lookup's own answer named the etag a held document still has (a row's, or
+one a row relates to), does not ask.
 
 Held per caller (one per tool surface: a stdio MCP server, a gateway session), never
 shared: a body is reused only for the caller that fetched it, and only after an answer
