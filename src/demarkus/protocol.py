@@ -636,8 +636,8 @@ def resolve_reference(base: str, reference: str) -> str:
 
 
 def encode_row_etags(etags: Mapping[str, str]) -> str:
-    """`path -> etag`, in the rows' order, as one line of JSON within `MAX_ROW_ETAGS_BYTES`
-    (the documents of later rows are left out, never half a pair)."""
+    """`path -> etag`, in the order given, as one line of JSON within `MAX_ROW_ETAGS_BYTES`
+    (the later documents are left out, never half a pair)."""
     kept: dict[str, str] = {}
     size = 2
     for path, etag in etags.items():

@@ -5,9 +5,9 @@ one a row relates to), does not ask.
 
 Held per caller (one per tool surface: a stdio MCP server, a gateway session), never
 shared: a body is reused only for the caller that fetched it, and only after an answer
-to that caller's token vouched for it (a `not-modified`, or the lookup listing the
-document among the rows it may read). Bounded by the bytes of the bodies held, least
-recently used dropped first.
+to that caller's token vouched for it (a `not-modified`, or the lookup naming the
+document's etag among those the caller may read). Bounded by the bytes of the bodies
+held, least recently used dropped first.
 """
 
 from __future__ import annotations

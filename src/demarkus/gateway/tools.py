@@ -206,7 +206,7 @@ class GatewayTools(Tools):
         self, target: Target, query: str, filter: str | None, limit: int | None, match: str | None, etags: bool
     ) -> Response | str:
         """One world's answer, or why it failed (a message for the agent); `etags`: ask for
-        its rows' etags."""
+        the etags of its rows' documents (`row-etags`)."""
         try:
             response = await target.backend.lookup(
                 target.path,
