@@ -16,6 +16,7 @@ from demarkus.client import Client
 from demarkus.graph import GraphStore
 from demarkus.mcp.server import LocalResolver, build_server
 from demarkus.mcp.tools import Tools
+from demarkus.protocol import Request, Response, Verb
 from demarkus.server.quic import MarkServer, serve_mark
 from demarkus.service import Service
 from demarkus.tls import ensure_dev_certificate
@@ -137,3 +138,18 @@ async def call(client: MCPClient, tool: str, **arguments: object) -> tuple[str, 
     result = await client.call_tool(tool, arguments)
     text = "".join(part.text for part in result.content if getattr(part, "text", None) is not None)
     return text, bool(result.is_error)
+
+
+def count_fetches(service: Service) -> list[str]:
+    """The paths of the FETCH requests `service` answers from now on, in order (the QUIC
+    server and in-process callers alike go through `handle`)."""
+    seen: list[str] = []
+    handle = service.handle
+
+    def counted(request: Request) -> Response:
+        if request.verb == Verb.FETCH:
+            seen.append(request.path)
+        return handle(request)
+
+    service.handle = counted  # type: ignore[method-assign]
+    return seen

@@ -6,6 +6,8 @@ between is sent and parsed again."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +18,11 @@ from demarkus.expand.parsecache import PARSES, ParseCache
 from demarkus.graph import GraphStore
 from demarkus.mcp.server import LocalResolver
 from demarkus.mcp.tools import Tools
-from demarkus.protocol import ROW_ETAGS, Request, Response, Verb, parse_row_etags
+from demarkus.protocol import ROW_ETAGS, Response, parse_row_etags
 from demarkus.server.quic import serve_mark
 from demarkus.service import Service
+
+from ..conftest import count_fetches
 
 AUTHORITY = "mark://notes.world"
 QUERY = "lease heartbeat interval"
@@ -38,18 +42,16 @@ async def _notes(tmp_path: Path) -> Service:
     return service
 
 
-def _count_fetches(service: Service) -> list[str]:
-    """The paths of the FETCH requests the service answers from now on."""
-    seen: list[str] = []
-    handle = service.handle
-
-    def counted(request: Request) -> Response:
-        if request.verb == Verb.FETCH:
-            seen.append(request.path)
-        return handle(request)
-
-    service.handle = counted  # type: ignore[method-assign]
-    return seen
+@contextlib.asynccontextmanager
+async def _over_quic(service: Service, tls_files: tuple[Path, Path]) -> AsyncIterator[Client]:
+    """A client of `service` served on loopback, with an empty parse cache."""
+    cert, key = tls_files
+    PARSES.clear()
+    async with (
+        serve_mark(service, host="127.0.0.1", port=0, cert=cert, key=key) as server,
+        Client(f"mark://localhost:{server.port}", ca=cert, dial_host="127.0.0.1") as client,
+    ):
+        yield client
 
 
 class _OlderAuthority:
@@ -69,13 +71,8 @@ class _OlderAuthority:
 
 async def test_a_repeated_lookup_parses_nothing_and_is_sent_no_body(tmp_path: Path, tls_files) -> None:
     service = await _notes(tmp_path)
-    fetches = _count_fetches(service)
-    cert, key = tls_files
-    PARSES.clear()
-    async with (
-        serve_mark(service, host="127.0.0.1", port=0, cert=cert, key=key) as server,
-        Client(f"mark://localhost:{server.port}", ca=cert, dial_host="127.0.0.1") as client,
-    ):
+    fetches = count_fetches(service)
+    async with _over_quic(service, tls_files) as client:
         tools = Tools(LocalResolver(client, AUTHORITY, GraphStore(None), scope="/"))
         first = await tools.lookup(QUERY, "/notes", None, 3, "body", 600)
         parses, bodies = PARSES.parses, tools.held.bodies
@@ -99,13 +96,8 @@ async def test_a_repeated_lookup_parses_nothing_and_is_sent_no_body(tmp_path: Pa
 
 async def test_without_row_etags_the_held_documents_are_asked_for_if_none_match(tmp_path: Path, tls_files) -> None:
     service = await _notes(tmp_path)
-    fetches = _count_fetches(service)
-    cert, key = tls_files
-    PARSES.clear()
-    async with (
-        serve_mark(service, host="127.0.0.1", port=0, cert=cert, key=key) as server,
-        Client(f"mark://localhost:{server.port}", ca=cert, dial_host="127.0.0.1") as client,
-    ):
+    fetches = count_fetches(service)
+    async with _over_quic(service, tls_files) as client:
         tools = Tools(LocalResolver(_OlderAuthority(client), AUTHORITY, GraphStore(None), scope="/"))  # type: ignore[arg-type]
         first = await tools.lookup(QUERY, "/notes", None, 3, "body", 600)
         again = await tools.lookup(QUERY, "/notes", None, 3, "body", 600)

@@ -9,27 +9,13 @@ from pathlib import Path
 
 from demarkus import auth
 from demarkus.gateway import create_app
-from demarkus.protocol import Request, Response, Verb
 from demarkus.service import Service
 
-from ..conftest import call
+from ..conftest import call, count_fetches
 from .conftest import fresh_copy, make_config, serving, session
 
 TOKEN = auth.generate_token()
 ARGUMENTS = {"query": "snapshot quorum", "match": "body", "limit": 3, "budget": 1500}
-
-
-def _count_fetches(service: Service) -> list[str]:
-    seen: list[str] = []
-    handle = service.handle
-
-    def counted(request: Request) -> Response:
-        if request.verb == Verb.FETCH:
-            seen.append(request.path)
-        return handle(request)
-
-    service.handle = counted  # type: ignore[method-assign]
-    return seen
 
 
 def _row_documents(text: str) -> set[str]:
@@ -44,7 +30,7 @@ def _row_documents(text: str) -> set[str]:
 async def test_a_repeated_budgeted_lookup_asks_the_world_for_no_document(demo_root: Path, tmp_path: Path) -> None:
     root = fresh_copy(demo_root, tmp_path)
     service = Service.open(root, trusted=True)
-    fetches = _count_fetches(service)
+    fetches = count_fetches(service)
     config = make_config({"demo": {"root": root}}, {"agent": {"token": TOKEN, "read": ["demo"]}})
     try:
         async with (
