@@ -48,7 +48,7 @@ from ..expand.table import Table, TableRow
 from ..mcp.server import lookup_result, tool_errors
 from ..mcp.text import envelope
 from ..mcp.tools import Target, ToolFailure, Tools, catalog_reason, check_lookup_arguments
-from ..protocol import ROW_ETAGS, Response, Status, normalize_scope, parse_row_etags
+from ..protocol import Response, Status, normalize_scope
 from ..render import escape_cell, render_lookup
 from .qualify import qualify_versions, world_of, world_prefix
 from .resolver import GatewayResolver
@@ -153,8 +153,7 @@ class GatewayTools(Tools):
                 failures.append((world, "the world answered without a lookup table"))
                 continue
             tables[world] = table
-            for path, etag in parse_row_etags(answer.metadata.get(ROW_ETAGS)).items():
-                current[self.resolver.name(target, path)] = etag
+            current.update(self._etags(target, answer))
             if hidden_count(answer.metadata):
                 hidden[world] = hidden_count(answer.metadata)
                 carried = carried and bool(target.token)
@@ -208,15 +207,7 @@ class GatewayTools(Tools):
         """One world's answer, or why it failed (a message for the agent); `etags`: ask for
         the etags of its rows' documents (`row-etags`)."""
         try:
-            response = await target.backend.lookup(
-                target.path,
-                query,
-                filter=filter,
-                limit=limit,
-                match=match or None,
-                token=target.token,
-                row_etags=etags,
-            )
+            response = await self._ask_lookup(target, query, filter, limit, match, etags)
             if response.status != Status.OK:
                 response.raise_for_status()
                 return f"the world answered {response.status}"

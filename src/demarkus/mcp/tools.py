@@ -291,15 +291,7 @@ class Tools:
         target = self._resolve(url if url is not None else self.resolver.default_scope)
         if target.anchor:
             raise ToolFailure(f"the lookup scope {url} cannot have an #anchor; pass a directory such as / or /docs")
-        response = await target.backend.lookup(
-            target.path,
-            query,
-            filter=filter,
-            limit=limit,
-            match=match or None,
-            token=target.token,
-            row_etags=budget > 0,
-        )
+        response = await self._ask_lookup(target, query, filter, limit, match, budget > 0)
         _raise_for_bad_request(response)
         extra = _hidden_extra(
             response, target, ("document", "documents"), f"under {target.url}", self.resolver.token_advice
@@ -318,13 +310,29 @@ class Tools:
         text = envelope(response.status, meta, body, keys=LOOKUP_KEYS, verbose=verbose, extra=extra)
         if budget <= 0 or table is None:
             return text, None
-        current = {
-            self.resolver.name(target, path): etag
-            for path, etag in parse_row_etags(response.metadata.get(ROW_ETAGS)).items()
-        }
         # The budget covers the whole result: envelope and table included.
-        selection = await select_evidence(text, table.rows, query, budget, self._fetcher(current))
+        selection = await select_evidence(text, table.rows, query, budget, self._fetcher(self._etags(target, response)))
         return text + selection.text, selection
+
+    async def _ask_lookup(
+        self, target: Target, query: str, filter: str | None, limit: int | None, match: str | None, etags: bool
+    ) -> Response:
+        """The authority's LOOKUP answer for `target`, with the caller's token; `etags`: ask
+        for the etags of its documents (`row-etags`), for the fetcher."""
+        return await target.backend.lookup(
+            target.path,
+            query,
+            filter=filter,
+            limit=limit,
+            match=match or None,
+            token=target.token,
+            row_etags=etags,
+        )
+
+    def _etags(self, target: Target, response: Response) -> dict[str, str]:
+        """The etags a LOOKUP answer named (`row-etags`), by the names the fetcher is given."""
+        named = parse_row_etags(response.metadata.get(ROW_ETAGS))
+        return {self.resolver.name(target, path): etag for path, etag in named.items()}
 
     def _fetcher(self, current: Mapping[str, str] | None = None) -> FetchFn:
         """Fetch documents by the name the tools print, with the caller's own token and
