@@ -54,6 +54,30 @@ async def test_identical_publish_creates_no_new_version(backend: Backend, tokens
     assert changed.status == "created" and changed.metadata["version"] == "2"
 
 
+async def test_a_history_publishes_every_version_in_order(backend: Backend, tokens: Tokens):
+    # in process one store write, over QUIC one PUBLISH per version: the same answer
+    stored = await backend.publish_history(
+        "/h.md",
+        ["# One\n", "# Two\n", b"# Three\n\nthe newest words\n"],
+        metadata={"title": "H"},
+        expected_version=0,
+        token=tokens.writer,
+    )
+    assert stored.status == "created" and stored.metadata["version"] == "3"
+    assert (await backend.fetch("/h.md/v2")).body == b"# Two\n"
+    listed = await backend.lookup("/", "newest", match="body")
+    assert "/h.md" in listed.text
+    again = await backend.publish_history("/h.md", ["# Four\n"], expected_version=0, token=tokens.writer)
+    assert again.status == "conflict" and "create only" in again.text
+    for bodies in ([], ["# E\n", ""]):
+        empty = await backend.publish_history("/e.md", bodies, token=tokens.writer)
+        assert empty.status == "bad-request" and "history of /e.md" in empty.text
+    assert (await backend.fetch("/e.md")).status == "not-found"
+    refused = await backend.publish_history("/n.md", ["# N\n"], token=None)
+    assert refused.status == "unauthorized"
+    assert (await backend.fetch("/n.md")).status == "not-found"
+
+
 async def test_versions_are_pinned_and_listed_newest_first(backend: Backend, tokens: Tokens):
     for text in ("one", "two", "three"):
         await backend.publish("/d.md", text, token=tokens.writer)

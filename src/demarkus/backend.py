@@ -8,10 +8,11 @@ answer, not an exception. Only a transport failure raises.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from .protocol import Request, Response, Verb
+from .errors import BadRequestError
+from .protocol import Request, Response, Verb, response_for_error
 
 
 class Backend(Protocol):
@@ -42,6 +43,16 @@ class Backend(Protocol):
         self,
         path: str,
         body: bytes | str,
+        *,
+        metadata: Mapping[str, str] | None = None,
+        expected_version: int | None = None,
+        token: str | None = None,
+    ) -> Response: ...
+
+    async def publish_history(
+        self,
+        path: str,
+        bodies: Sequence[bytes | str],
         *,
         metadata: Mapping[str, str] | None = None,
         expected_version: int | None = None,
@@ -79,7 +90,32 @@ def _meta(token: str | None, **items: str | None) -> dict[str, str]:
     return out
 
 
-def _bytes(body: bytes | str) -> bytes:
+def publish_request(
+    path: str,
+    body: bytes | str,
+    metadata: Mapping[str, str] | None,
+    expected_version: int | None,
+    token: str | None,
+) -> Request:
+    meta = dict(metadata or {})
+    meta.update(_meta(token, expected_version=str(expected_version) if expected_version is not None else None))
+    return Request(Verb.PUBLISH, path, meta, body_bytes(body))
+
+
+def check_history(path: str, bodies: Sequence[bytes | str]) -> None:
+    """A history to publish holds at least one version and no empty body (an empty
+    PUBLISH means "unarchive", not a version).
+
+    Raises:
+        BadRequestError: it does not.
+    """
+    if not bodies:
+        raise BadRequestError(f"the history of {path} holds no version; send the bodies oldest first")
+    if not all(bodies):
+        raise BadRequestError(f"a version of the history of {path} is empty; every version needs a markdown body")
+
+
+def body_bytes(body: bytes | str) -> bytes:
     return body.encode("utf-8") if isinstance(body, str) else body
 
 
@@ -129,14 +165,33 @@ class VerbMethods:
         expected_version: int | None = None,
         token: str | None = None,
     ) -> Response:
-        meta = dict(metadata or {})
-        meta.update(
-            _meta(
-                token,
-                expected_version=str(expected_version) if expected_version is not None else None,
-            )
-        )
-        return await self.request(Request(Verb.PUBLISH, path, meta, _bytes(body)))
+        return await self.request(publish_request(path, body, metadata, expected_version, token))
+
+    async def publish_history(
+        self,
+        path: str,
+        bodies: Sequence[bytes | str],
+        *,
+        metadata: Mapping[str, str] | None = None,
+        expected_version: int | None = None,
+        token: str | None = None,
+    ) -> Response:
+        """Publish `bodies` as successive versions of `path`, oldest first, each with
+        `metadata`, the first at `expected_version` and each later one at the version
+        before it; the answer to the last, or to the first that is refused. Over the wire
+        that is one PUBLISH per version; an embedded `Service` stores them in one write."""
+        try:
+            check_history(path, bodies)
+        except BadRequestError as exc:
+            return response_for_error(exc)
+        expected = expected_version
+        for body in bodies:
+            response = await self.publish(path, body, metadata=metadata, expected_version=expected, token=token)
+            if not response.ok:
+                return response
+            if expected is not None:
+                expected = int(response.metadata["version"])
+        return response
 
     async def append(
         self,
@@ -147,7 +202,7 @@ class VerbMethods:
         token: str | None = None,
     ) -> Response:
         meta = _meta(token, expected_version=str(expected_version))
-        return await self.request(Request(Verb.APPEND, path, meta, _bytes(body)))
+        return await self.request(Request(Verb.APPEND, path, meta, body_bytes(body)))
 
     async def archive(self, path: str, *, token: str | None = None) -> Response:
         return await self.request(Request(Verb.ARCHIVE, path, _meta(token)))

@@ -16,14 +16,14 @@ import re
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
 from .access import HIDDEN
 from .auth import Authorizer
-from .backend import VerbMethods
+from .backend import VerbMethods, body_bytes, check_history, publish_request
 from .catalog import (
     Catalog,
     make_entry,
@@ -58,7 +58,7 @@ from .protocol import (
     validate_publisher_metadata,
 )
 from .render import ListingEntry, LookupRow, format_time, render_listing, render_lookup, render_versions
-from .store import FileStore, StoredVersion
+from .store import FileStore, StoredVersion, WriteResult
 from .store.owner import StoreOwner, claim, held_elsewhere
 
 log = logging.getLogger("demarkus.service")
@@ -265,12 +265,33 @@ class Service(VerbMethods):
             return self.handle(request)
         return await asyncio.get_running_loop().run_in_executor(self._workers, self.handle, request)
 
+    async def publish_history(
+        self,
+        path: str,
+        bodies: Sequence[bytes | str],
+        *,
+        metadata: Mapping[str, str] | None = None,
+        expected_version: int | None = None,
+        token: str | None = None,
+    ) -> Response:
+        """`VerbMethods.publish_history` as one store write (`FileStore.write_history`): the
+        versions are made durable together and the catalog and index refreshed once, so a
+        world load pays per document what a PUBLISH pays per version."""
+        request = publish_request(path, b"", metadata, expected_version, token)
+        stored = [body_bytes(body) for body in bodies]
+        return await asyncio.get_running_loop().run_in_executor(
+            self._workers, self._answer, request, lambda: self._publish_history(request, stored)
+        )
+
     def handle(self, request: Request) -> Response:
         """Answer one request; every failure becomes a status with an explanatory body."""
+        return self._answer(request, lambda: self._handlers[request.verb](self, request))
+
+    def _answer(self, request: Request, answer: Callable[[], Response]) -> Response:
+        """`answer()`, with every failure turned into a status with an explanatory body."""
         try:
             self._catch_up()
-            handler = self._handlers[request.verb]
-            return handler(self, request)
+            return answer()
         except DemarkusError as exc:
             return response_for_error(exc)
         except OSError as exc:
@@ -546,6 +567,21 @@ class Service(VerbMethods):
     # --- PUBLISH / APPEND / ARCHIVE -------------------------------------------------------
 
     def _publish(self, request: Request) -> Response:
+        path, expected, meta, modified = self._publish_target(request)
+        with self._lock:
+            if not request.body:
+                return self._publish_empty(path)
+            result = self.store.write(path, request.body, meta, expected, modified=modified)
+            return self._stored(path, result)
+
+    def _publish_history(self, request: Request, bodies: Sequence[bytes]) -> Response:
+        path, expected, meta, _modified = self._publish_target(request)
+        check_history(path, bodies)
+        with self._lock:
+            return self._stored(path, self.store.write_history(path, bodies, meta, expected))
+
+    def _publish_target(self, request: Request) -> tuple[str, int | None, dict[str, str], datetime | None]:
+        """A PUBLISH's path, expected version, metadata and time, once the caller may write."""
         path, token = request.path, request.metadata.get("auth")
         if _HASH_PATH.fullmatch(path) or path.startswith("/sha256-"):
             raise BadRequestError(f"{path} is reserved for content-hash reads; publish under another name")
@@ -553,12 +589,11 @@ class Service(VerbMethods):
         expected = _parse_expected(request.metadata.get("expected-version"), required=False)
         given = dict(publisher_metadata(request.metadata))
         modified = _parse_modified(given.pop("modified")) if self.dates_versions and "modified" in given else None
-        meta = validate_publisher_metadata(given)
-        with self._lock:
-            if not request.body:
-                return self._publish_empty(path)
-            result = self.store.write(path, request.body, meta, expected, modified=modified)
-            indexed = self._refresh(path) if result.changed else path not in self._behind
+        return path, expected, validate_publisher_metadata(given), modified
+
+    def _stored(self, path: str, result: WriteResult) -> Response:
+        """A write's answer, the catalog and index brought in step first (under the lock)."""
+        indexed = self._refresh(path) if result.changed else path not in self._behind
         status = Status.CREATED if result.changed else Status.OK
         return self._written(status, result.document, indexed)
 

@@ -570,3 +570,90 @@ def test_the_folders_a_first_write_creates_survive_a_power_cut(tmp_path: Path, m
     synced.clear()
     store.write("/a/b/d.md", b"# D\n", {})
     assert root not in synced and root / "a" not in synced  # nothing new above the document
+
+
+# --- histories: several versions in one write ------------------------------------------
+
+
+def test_a_history_stores_the_versions_successive_writes_would(tmp_path: Path) -> None:
+    bodies = [b"# One\n", b"# Two\n", b"# Three\n"]
+    meta = {"title": "T", "tags": "a,b"}
+    one_by_one = FileStore(tmp_path / "writes")
+    for expected, body in enumerate(bodies):
+        one_by_one.write("/d/a.md", body, meta, expected)
+    together = FileStore(tmp_path / "history")
+    result = together.write_history("/d/a.md", bodies, meta, 0)
+    assert (result.changed, result.document.version, result.document.body) == (True, 3, b"# Three\n")
+    assert result.document == together.read("/d/a.md")
+    for number in (1, 2, 3):
+        assert together.read("/d/a.md", number).raw == one_by_one.read("/d/a.md", number).raw
+    assert together.verify("/d/a.md") is None
+    assert FileStore(tmp_path / "history").read("/d/a.md") == result.document
+    assert together.resolve_hash(sha256_tag(b"# Three\n")) == "/d/a.md"
+
+
+def test_a_history_syncs_each_version_then_its_folder_once_then_swaps_once(
+    tmp_path: Path,
+    monkeypatch,  # type: ignore[no-untyped-def]
+) -> None:
+    from demarkus.store import layout
+
+    store = FileStore(tmp_path)
+    store.write("/other.md", b"# Other\n", {})  # the folders exist: only this write's syncs remain
+    events: list[str] = []
+    real_fsync, real_dir, real_swap = os.fsync, layout.fsync_dir, layout.swap_current
+    monkeypatch.setattr(os, "fsync", lambda fd: (events.append("file"), real_fsync(fd))[1])
+    monkeypatch.setattr(layout, "fsync_dir", lambda d: (events.append(f"dir {Path(d).name}"), real_dir(d))[1])
+    monkeypatch.setattr(layout, "swap_current", lambda loc, n: (events.append(f"swap {n}"), real_swap(loc, n))[1])
+    store.write_history("/a.md", [b"1", b"2", b"3"], {}, 0)
+    # fsync_dir's own os.fsync is recorded too: each "dir" is followed by its "file"
+    assert events == ["file"] * 3 + ["dir versions", "file", "swap 3", f"dir {tmp_path.name}", "file"]
+
+
+def test_a_history_skips_a_body_equal_to_the_version_before_it(store: FileStore) -> None:
+    result = store.write_history("/a.md", [b"one", b"one", b"two"], {}, 0)
+    assert result.document.version == 2
+    assert store.write_history("/a.md", [b"two"], {}).changed is False
+
+
+def test_a_history_checks_every_body_before_writing_any(store: FileStore) -> None:
+    with pytest.raises(BadRequestError, match="not valid UTF-8"):
+        store.write_history("/a.md", [b"fine", b"\xff\xfe"], {}, 0)
+    with pytest.raises(BadRequestError, match="at least one version"):
+        store.write_history("/a.md", [], {}, 0)
+    assert store.current_version("/a.md") == 0
+    assert not store.documents()
+
+
+def test_a_history_follows_expected_version_and_the_current_chain(store: FileStore) -> None:
+    first = store.write("/a.md", b"one", {}).document
+    with pytest.raises(ConflictError, match="create only"):
+        store.write_history("/a.md", [b"two"], {}, 0)
+    third = store.write_history("/a.md", [b"two", b"three"], {}, 1).document
+    assert third.version == 3
+    assert store.read("/a.md", 2).raw.count(sha256_tag(first.raw).encode()) == 1
+    assert store.verify("/a.md") is None
+
+
+def test_a_history_that_fails_part_way_leaves_what_was_linked_for_the_next_open(
+    tmp_path: Path,
+    monkeypatch,  # type: ignore[no-untyped-def]
+) -> None:
+    store = FileStore(tmp_path)
+    real_link = os.link
+    links: list[str] = []
+
+    def link_twice(source: str, target: str) -> None:
+        links.append(str(target))
+        if len(links) == 3:
+            raise OSError(28, "No space left on device")
+        real_link(source, target)
+
+    monkeypatch.setattr(os, "link", link_twice)
+    with pytest.raises(OSError):
+        store.write_history("/a.md", [b"1", b"2", b"3"], {}, 0)
+    monkeypatch.undo()
+    assert sorted(os.listdir(tmp_path / "versions")) == ["a.md.v1", "a.md.v2"]  # no temp file left
+    reopened = FileStore(tmp_path)
+    assert reopened.current_version("/a.md") == 2
+    assert reopened.verify("/a.md") is None

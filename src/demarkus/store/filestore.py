@@ -15,7 +15,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -272,8 +272,44 @@ class FileStore:
             ArchivedError: the document is archived.
             ConflictError: the document is not at `expected_version`, or another writer won.
         """
+        return self._write_versions(path, [(body, modified)], metadata, expected_version)
+
+    def write_history(
+        self,
+        path: str,
+        bodies: Sequence[bytes],
+        metadata: Mapping[str, str],
+        expected_version: int | None = None,
+    ) -> WriteResult:
+        """Store each of `bodies`, oldest first, as `write` would one after the other (with
+        the same `metadata`, the same checks, an unchanged body skipped), but made durable
+        together, for a bulk load: each version file is fsynced, the folder once after the
+        last, and the current symlink swaps once, to the last. n versions cost n + 2 fsyncs
+        instead of 3n and one new symlink instead of n (a swap makes an inode and frees
+        the old link's). Every body is checked before anything is written; a failure or a
+        crash part way leaves the complete versions linked so far, which the next write or
+        open rolls forward to, as after a crash between `write`'s link and swap.
+
+        Raises:
+            BadRequestError: no bodies, or a bad path, body or metadata.
+            ArchivedError: the document is archived.
+            ConflictError: the document is not at `expected_version`, or another writer won.
+        """
+        if not bodies:
+            raise BadRequestError("a history needs at least one version; send the bodies oldest first")
+        return self._write_versions(path, [(body, None) for body in bodies], metadata, expected_version)
+
+    def _write_versions(
+        self,
+        path: str,
+        bodies: Sequence[tuple[bytes, datetime | None]],
+        metadata: Mapping[str, str],
+        expected_version: int | None,
+    ) -> WriteResult:
+        """`write` and `write_history`: (body, modified) pairs stored in order."""
         loc = self._locate(path)
-        _check_body(loc.path, body)
+        for body, _modified in bodies:
+            _check_body(loc.path, body)
         metadata = _checked_metadata(metadata)
         if expected_version is not None and expected_version < 0:
             raise BadRequestError(
@@ -296,26 +332,32 @@ class FileStore:
             layout.make_versions_dir(loc)
             if flat:
                 previous = self._migrate_flat(loc, current)
-            if previous and previous.body == body and dict(previous.metadata) == metadata:
+            number = current
+            for body, modified in bodies:
+                if previous and previous.body == body and dict(previous.metadata) == metadata:
+                    continue
+                number += 1
+                previous_hash = sha256_tag(previous.raw) if previous else None
+                raw = serialize_version(VersionFile(number, False, previous_hash, metadata, body))
+                try:
+                    layout.create_version(loc, number, raw, _version_time(modified, previous), sync=False)
+                except FileExistsError:
+                    # Only a writer outside this lock (another program) can get here; its
+                    # version is kept and the chain stays valid.
+                    raise ConflictError(
+                        f"another writer stored version {number} of `{loc.path}` first; "
+                        "fetch it, merge your change, then retry",
+                        your_version=expected_version if expected_version is not None else current,
+                        server_version=number,
+                    ) from None
+                previous = self._written(loc, number, raw, metadata, body)
+            assert previous is not None  # at least one body, so either kept or written
+            if number == current:
                 return WriteResult(document=previous, changed=False)
-            number = current + 1
-            previous_hash = sha256_tag(previous.raw) if previous else None
-            raw = serialize_version(VersionFile(number, False, previous_hash, metadata, body))
-            try:
-                layout.create_version(loc, number, raw, _version_time(modified, previous))
-            except FileExistsError:
-                # Only a writer outside this lock (another program) can get here; its
-                # version is kept and the chain stays valid.
-                raise ConflictError(
-                    f"another writer stored version {number} of `{loc.path}` first; "
-                    "fetch it, merge your change, then retry",
-                    your_version=expected_version if expected_version is not None else current,
-                    server_version=number,
-                ) from None
+            layout.fsync_dir(loc.versions_dir)
             layout.swap_current(loc, number)
-            document = self._written(loc, number, raw, metadata, body)
-            self._index(document)
-            return WriteResult(document=document, changed=True)
+            self._index(previous)
+            return WriteResult(document=previous, changed=True)
 
     def archive(self, path: str) -> StoredVersion:
         """Mark the current version archived (in place); pinned versions stay readable.

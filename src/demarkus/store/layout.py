@@ -292,10 +292,11 @@ def write_temp(loc: Location, raw: bytes) -> Path:
     return temp
 
 
-def create_version(loc: Location, number: int, raw: bytes, mtime: int | None = None) -> None:
+def create_version(loc: Location, number: int, raw: bytes, mtime: int | None = None, *, sync: bool = True) -> None:
     """Publish a whole version file; link(2) is the exclusive create. `mtime` (seconds
     since the epoch) is the version's time when it is not now: set on the temp file, so
-    the version appears with it.
+    the version appears with it. With `sync` False the caller fsyncs `versions/` itself,
+    once after several versions, before pointing the current symlink at any of them.
 
     Raises:
         FileExistsError: that version already exists (another writer won it).
@@ -307,7 +308,8 @@ def create_version(loc: Location, number: int, raw: bytes, mtime: int | None = N
         os.link(temp, loc.version_file(number))
     finally:
         os.unlink(temp)
-    fsync_dir(loc.versions_dir)
+    if sync:
+        fsync_dir(loc.versions_dir)
 
 
 def replace_version(loc: Location, number: int, raw: bytes) -> None:

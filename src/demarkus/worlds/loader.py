@@ -67,10 +67,11 @@ async def _already_loaded(doc: WorldDocument, backend: Backend, token: str | Non
 
 
 async def _publish_versions(doc: WorldDocument, backend: Backend, token: str | None) -> int:
-    for number, body in enumerate(doc.versions):
-        response = await backend.publish(doc.path, body, metadata=doc.metadata, expected_version=number, token=token)
-        try:
-            response.raise_for_status()
-        except DemarkusError as exc:
-            raise type(exc)(f"loading {doc.path} version {number + 1}: {exc.message}") from exc
-    return len(doc.versions)
+    response = await backend.publish_history(
+        doc.path, doc.versions, metadata=doc.metadata, expected_version=0, token=token
+    )
+    try:
+        response.raise_for_status()
+    except DemarkusError as exc:
+        raise type(exc)(f"loading {doc.path} ({len(doc.versions)} versions): {exc.message}") from exc
+    return int(response.metadata.get("version", len(doc.versions)))
