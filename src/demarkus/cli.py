@@ -11,7 +11,7 @@ import contextlib
 import functools
 import signal
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -30,6 +30,7 @@ from .tls import default_tls_dir, ensure_dev_certificate
 
 if TYPE_CHECKING:
     from .expand.select import Selection
+    from .graph.seed import Prepared
 
 T = TypeVar("T")
 LOCAL_AUTHORITY = "mark://localhost"
@@ -546,7 +547,7 @@ def token_revoke(label: str, tokens_file: Path) -> None:
 # --- world ------------------------------------------------------------------------------
 
 
-def _seed_graph(root: Path, service: Service, world_dir: Path) -> str:
+def _seed_graph(root: Path, service: Service, world_dir: Path, prepared: Mapping[str, Prepared]) -> str:
     """Record the loaded world's relations where `demarkus mcp --root` looks for them, and
     index its documents from the same parse (the caller defers the index meanwhile)."""
     from .graph import GraphStore
@@ -558,7 +559,7 @@ def _seed_graph(root: Path, service: Service, world_dir: Path) -> str:
     path = default_graph_path(root, authority)
     path.parent.mkdir(parents=True, exist_ok=True)
     with GraphStore(path) as graph:
-        count = seed_graph(graph, service.store, authority, index=service.index)
+        count = seed_graph(graph, service.store, authority, index=service.index, prepared=prepared)
     if service.index is not None:
         service.index.optimize()  # a bulk load: one merge makes every later search faster
     return f"graph of {count} documents as {authority} (use demarkus mcp --root {root} --authority {authority})"
@@ -601,12 +602,15 @@ def world_load(
         raise click.UsageError("give exactly one of --root STORE or --url mark://host")
 
     async def go() -> str:
+        from .graph.seed import prepared_aside
+
         if root is not None:
             root.mkdir(parents=True, exist_ok=True)
             service = Service.open(root, trusted=True)
-            with service.deferred_index():  # the seeding indexes from its own parse
+            # the seeding indexes from its own parse, made beside the publishing
+            with prepared_aside(world_dir) as parsed, service.deferred_index():
                 message = await _load_world_into(world_dir, service, token)
-                return message + "; " + _seed_graph(root, service, world_dir)
+                return message + "; " + _seed_graph(root, service, world_dir, parsed())
         assert url is not None
         async with Client(url, token=token, ca=ca, insecure=insecure) as client:
             return await _load_world_into(world_dir, client, token)
