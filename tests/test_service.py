@@ -67,6 +67,10 @@ async def test_a_history_publishes_every_version_in_order(backend: Backend, toke
     assert (await backend.fetch("/h.md/v2")).body == b"# Two\n"
     listed = await backend.lookup("/", "newest", match="body")
     assert "/h.md" in listed.text
+    repeated = await backend.publish_history(
+        "/r.md", ["# A\n", "# A\n", "# B\n"], expected_version=0, token=tokens.writer
+    )
+    assert repeated.status == "created" and repeated.metadata["version"] == "2"  # as successive PUBLISHes
     again = await backend.publish_history("/h.md", ["# Four\n"], expected_version=0, token=tokens.writer)
     assert again.status == "conflict" and "create only" in again.text
     for bodies in ([], ["# E\n", ""]):

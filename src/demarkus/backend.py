@@ -189,8 +189,8 @@ class VerbMethods:
             response = await self.publish(path, body, metadata=metadata, expected_version=expected, token=token)
             if not response.ok:
                 return response
-            if expected is not None:
-                expected = int(response.metadata["version"])
+            if expected is not None:  # the version stored (an unchanged body keeps it)
+                expected = int(response.metadata.get("version", expected + 1))
         return response
 
     async def append(
