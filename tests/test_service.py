@@ -352,3 +352,27 @@ async def test_row_etags_name_the_rows_then_the_readable_documents_they_relate_t
     assert list(etags(anonymous).items()) == [("/notes/new.md", new), ("/notes/old.md", old)]
     reader = await backend.lookup("/notes", "quorum", match="body", row_etags=True, token=tokens.reader)
     assert etags(reader) == {"/notes/new.md": new, "/notes/old.md": old, "/private/older.md": secret}
+
+
+async def test_a_full_disk_or_a_fault_in_a_write_is_answered_and_the_service_keeps_serving(
+    service: Service,
+    tokens: Tokens,
+    monkeypatch,  # type: ignore[no-untyped-def]
+):
+    import errno
+
+    def full(*_args, **_kwargs):  # type: ignore[no-untyped-def]
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    def broken(*_args, **_kwargs):  # type: ignore[no-untyped-def]
+        raise RuntimeError("a bug")
+
+    for fault, says in ((full, "disk is full"), (broken, "server failed")):
+        monkeypatch.setattr(service.store, "write", fault)
+        monkeypatch.setattr(service.store, "write_history", fault)
+        one = await service.publish("/a.md", "# A\n", token=tokens.writer)
+        many = await service.publish_history("/b.md", ["# B\n", "# C\n"], token=tokens.writer)
+        for answer in (one, many):
+            assert answer.status == "server-error" and says in answer.text
+    monkeypatch.undo()
+    assert (await service.publish("/a.md", "# A\n", token=tokens.writer)).status == "created"

@@ -279,31 +279,35 @@ class Service(VerbMethods):
         world load pays per document what a PUBLISH pays per version."""
         request = publish_request(path, b"", metadata, expected_version, token)
         stored = [body_bytes(body) for body in bodies]
-        return await asyncio.get_running_loop().run_in_executor(
-            self._workers, self._answer, request, lambda: self._publish_history(request, stored)
-        )
+        return await asyncio.get_running_loop().run_in_executor(self._workers, self._history, request, stored)
 
     def handle(self, request: Request) -> Response:
         """Answer one request; every failure becomes a status with an explanatory body."""
-        return self._answer(request, lambda: self._handlers[request.verb](self, request))
-
-    def _answer(self, request: Request, answer: Callable[[], Response]) -> Response:
-        """`answer()`, with every failure turned into a status with an explanatory body."""
         try:
             self._catch_up()
-            return answer()
-        except DemarkusError as exc:
+            return self._handlers[request.verb](self, request)
+        except Exception as exc:  # the top of a request: answer, keep serving
+            return self._failure(request, exc)
+
+    def _history(self, request: Request, bodies: Sequence[bytes]) -> Response:
+        """`handle` for a history (`publish_history`)."""
+        try:
+            self._catch_up()
+            return self._publish_history(request, bodies)
+        except Exception as exc:
+            return self._failure(request, exc)
+
+    def _failure(self, request: Request, exc: Exception) -> Response:
+        """The answer to a request that raised `exc`."""
+        if isinstance(exc, DemarkusError):
             return response_for_error(exc)
-        except OSError as exc:
-            if exc.errno not in _DISK_FULL:
-                return self._failed(request)
+        if isinstance(exc, OSError) and exc.errno in _DISK_FULL:
             log.error("disk full while answering %s %s: %s", request.verb, request.path, exc)
             return error_response(
                 Status.SERVER_ERROR,
                 "The authority's disk is full, so nothing was stored. Retry after its operator has freed space.",
             )
-        except Exception:  # the top of a request: log it, answer, keep serving
-            return self._failed(request)
+        return self._failed(request)
 
     def _failed(self, request: Request) -> Response:
         log.exception("request failed: %s %s", request.verb, request.path[:200])
