@@ -33,7 +33,8 @@ def test_a_parse_made_ahead_is_used_only_for_the_body_and_metadata_it_was_made_f
     made = replace(prepare(url, doc.metadata, doc.body), edges=[marker])
     stale = replace(made, content_hash="sha256-" + "0" * 64)
     other_meta = replace(made, metadata={**made.metadata, "title": "Changed"})
-    for ahead, used in ((made, True), (stale, False), (other_meta, False)):
+    elsewhere = replace(made, url="mark://other.world" + path)
+    for ahead, used in ((made, True), (stale, False), (other_meta, False), (elsewhere, False)):
         with GraphStore(None) as graph:
             seed_graph(graph, store, "mark://demo.world", prepared={path: ahead})
             assert (graph.outgoing(url) == [marker]) is used

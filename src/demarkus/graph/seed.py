@@ -34,8 +34,10 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class Prepared:
     """What the seeding takes from one document's parse: its outline's sections and its
-    outgoing edges, for exactly the body (`content_hash`) and metadata they were read from."""
+    outgoing edges, for exactly the document (`url`), body (`content_hash`) and metadata
+    they were read from."""
 
+    url: str
     content_hash: str
     metadata: dict[str, str]
     sections: tuple[Section, ...]
@@ -52,7 +54,7 @@ def prepare(url: str, metadata: Mapping[str, str], body: bytes) -> Prepared:
     parsed = parse_body(body, inline=True)
     outline = outline_from_parse(parsed)
     edges = observe_document(url, metadata, body, parsed=(parsed, outline))
-    return Prepared(sha256_tag(body), dict(metadata), outline.sections, edges)
+    return Prepared(url, sha256_tag(body), dict(metadata), outline.sections, edges)
 
 
 @contextmanager
@@ -151,7 +153,11 @@ def observe_paths(
                 graph.forget(url)
                 continue
             ready = prepared.get(path) if prepared is not None else None
-            if ready is None or ready.content_hash != doc.content_hash or ready.metadata != doc.metadata:
+            if ready is None or (ready.url, ready.content_hash, ready.metadata) != (
+                url,
+                doc.content_hash,
+                doc.metadata,
+            ):
                 ready = prepare(url, doc.metadata, doc.body)
             outline = Outline(doc.body, ready.sections)
             if index is not None and held.get(path) != doc.version:
