@@ -376,3 +376,10 @@ async def test_a_full_disk_or_a_fault_in_a_write_is_answered_and_the_service_kee
             assert answer.status == "server-error" and says in answer.text
     monkeypatch.undo()
     assert (await service.publish("/a.md", "# A\n", token=tokens.writer)).status == "created"
+
+
+async def test_a_history_takes_no_version_time_even_from_the_stores_own_process(store_root: Path):
+    dating = Service(FileStore(store_root), trusted=True, dates_versions=True)
+    dated = await dating.publish_history("/d.md", ["# One\n", "# Two\n"], metadata={"modified": "2020-01-01T00:00:00Z"})
+    assert dated.status == "bad-request" and "publish dated versions one by one" in dated.text
+    assert (await dating.fetch("/d.md")).status == "not-found"

@@ -579,8 +579,10 @@ class Service(VerbMethods):
             return self._stored(path, result)
 
     def _publish_history(self, request: Request, bodies: Sequence[bytes]) -> Response:
-        path, expected, meta, _modified = self._publish_target(request)
+        path, expected, meta, modified = self._publish_target(request)
         check_history(path, bodies)
+        if modified is not None:
+            raise BadRequestError(f"a history of {path} takes no `modified`; publish dated versions one by one")
         with self._lock:
             return self._stored(path, self.store.write_history(path, bodies, meta, expected))
 
