@@ -411,6 +411,16 @@ def test_what_is_left_shows_the_leads_of_the_documents_on_the_page():
     assert text.index("#numbers") < text.index("#adr-9") < text.index("#abstract")
 
 
+def test_a_titles_list_of_fields_is_not_a_lead():
+    body = (
+        "# ADR 9\n\n- Start Date: 2024-05-04\n- Discussion: #1105\n\n## Context\n\nWhy we looked again.\n\n"
+        "## Abstract\n\nWe store jobs in a segment log.\n\n## Numbers\n\nIt holds 18,000 jobs per second.\n"
+    )
+    _, selection, _ = run(World({"/adr/9.md": (body, {})}), [("/adr/9.md", "numbers")], 1500, "jobs per second")
+    assert "Start Date" not in selection.text and "#adr-9" not in selection.text
+    assert ">>> /adr/9.md/v3#abstract\n\n## Abstract\n\nWe store jobs" in selection.text  # the summary still leads
+
+
 def test_a_section_that_does_not_fit_whole_prints_its_best_blocks_and_where_the_rest_is():
     paragraphs = "".join(
         f"Paragraph {i} about lease renewal and heartbeats. " * 6

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from demarkus.expand.relevance import (
     VOCABULARY_TEXT_MAX,
+    is_field_list,
     lead_sections,
     ranked_blocks,
     sections_by_terms,
@@ -81,3 +82,25 @@ def test_the_lead_is_the_titles_banner_and_the_abstract():
     summary = summary_section(outline)
     assert summary is not None and summary.anchor == "abstract"
     assert [s.anchor for s in lead_sections(outline)] == ["leases", "abstract"]
+
+
+def test_a_title_whose_text_is_a_list_of_fields_does_not_lead():
+    front = BODY.replace(
+        b"> Superseded by ADR 12.", b"- Feature Name: `leases`\n- Start Date: 2015-05-04\n- RFC PR: #1105"
+    )
+    outline = parse_outline(front)
+    title = outline.sections[0]
+    assert is_field_list(outline, title)
+    assert [s.anchor for s in lead_sections(outline)] == ["abstract"]
+
+
+def test_a_list_is_front_matter_only_when_every_item_names_a_field():
+    def first(body: bytes) -> bool:
+        outline = parse_outline(body)
+        return is_field_list(outline, outline.sections[0])
+
+    assert first(b"# T\n\n* Status: draft\n+ Owner:\n")
+    assert not first(b"# T\n\n- Status: draft\n- renew every 15 s\n")  # one item is not a field
+    assert not first(b"# T\n\n- Status: draft\n\nThis page explains leases.\n")  # an introduction follows
+    assert not first(b"# T\n\nNote: leases expire.\n")  # a paragraph, not a list
+    assert not first(b"# T\n\n## Status\n\n- Status: draft\n")  # no text of its own

@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 import functools
 import itertools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -127,6 +128,19 @@ def _has_prose(outline: Outline, section: Section) -> bool:
     return bool(outline.own_text(section)[section.heading_end - section.start :].strip())
 
 
+_FIELD = re.compile(r"[-*+][ \t]+[^:\n]{1,40}:(?:[ \t]|$)")
+"""A list item naming a field: `- Start Date: 2015-05-04`, `* Status: draft`."""
+
+
+def is_field_list(outline: Outline, section: Section) -> bool:
+    """Whether the section's own text is only a list of fields: front matter written in
+    markdown (a feature name, a start date, links to the discussion), which says when and
+    where a document was written, not what it is."""
+    text = outline.own_text(section)[section.heading_end - section.start :].decode("utf-8", errors="replace")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return bool(lines) and all(_FIELD.match(line) for line in lines)
+
+
 def titled_summary(outline: Outline) -> Section | None:
     """The section below the title that is titled like an abstract and has text."""
     for section in outline.sections:
@@ -153,11 +167,12 @@ def summary_section(outline: Outline) -> Section | None:
 
 
 def lead_sections(outline: Outline) -> list[Section]:
-    """What a reader sees first: the title's own text when it has some (status banners such
-    as "superseded by ..."), then the summary section."""
+    """What a reader sees first: the title's own text when it has some and is not a list of
+    fields (status banners such as "superseded by ...", an introduction), then the summary
+    section."""
     lead: list[Section] = []
     first = outline.sections[0] if outline.sections else None
-    if first is not None and first.level == 1 and _has_prose(outline, first):
+    if first is not None and first.level == 1 and _has_prose(outline, first) and not is_field_list(outline, first):
         lead.append(first)
     summary = summary_section(outline)
     if summary is not None and summary not in lead:
