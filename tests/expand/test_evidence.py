@@ -535,23 +535,49 @@ def test_a_later_row_larger_than_its_share_waits_so_the_hop_prints():
     assert selection.related == ("/c.md",) and selection.expanded_rows == 2
 
 
-def test_a_later_row_leaves_room_for_the_first_block_of_a_known_related_target():
+def _row_or_hop(relations: dict[str, str]) -> Selection:
+    """A top row relating to /c.md (and /d.md), a second row, and a budget just enough for
+    the top row, one of the second row and /c.md's first block, and the closing notes."""
     world = World(
         {
-            "/a.md": ("# A\n\n## Decision\n\nThe quorum rule is two of three.\n", {"rel-superseded-by": "/c.md"}),
+            "/a.md": ("# A\n\n## Decision\n\nThe quorum rule is two of three.\n", relations),
             "/b.md": ("# B\n\n## Note\n\n" + _paragraphs("quorum", 1, 20), {}),
             "/c.md": ("# C\n\n" + _paragraphs("voters", 1, 20), {}),
+            "/d.md": ("# D\n\n" + _paragraphs("voters", 1, 20), {}),
         }
     )
     rows = [("/a.md", "decision"), ("/b.md", "note")]
     head = head_for(rows, "quorum")
-    # just enough for the top row, one of the two others and the closing notes
     _, only_top, _ = run(world, rows[:1], 100_000, "quorum")
     block = count_tokens(frames.block("/b.md/v3#note", "## Note\n\n" + _paragraphs("quorum", 1, 20)))
-    budget = count_tokens(head) + 1 + count_tokens(only_top.text.split(">>> /c.md")[0]) + block + 60
-    _, selection, _ = run(world, rows, budget, "quorum")
+    top = only_top.text.split(">>> /c.md")[0].split(">>> /d.md")[0]
+    budget = count_tokens(head) + 1 + count_tokens(top) + block + 60
+    return run(world, rows, budget, "quorum")[1]
+
+
+@pytest.mark.parametrize(
+    "relations",
+    [
+        {"rel-superseded-by": "/c.md"},
+        {"rel-depends-on": "/c.md"},
+        {"rel-depends-on": "/d.md, /c.md#c"},  # a named section is needed: its room is kept, it prints first
+    ],
+)
+def test_a_later_row_leaves_room_for_the_first_block_of_a_known_related_target(relations):
+    selection = _row_or_hop(relations)
     assert selection.related == ("/c.md",)  # the hop kept its room
     assert "did not fit: /b.md#note" in selection.text
+
+
+def test_a_later_row_keeps_no_room_for_one_of_several_prerequisites():
+    selection = _row_or_hop({"rel-depends-on": "/c.md, /d.md"})
+    assert ">>> /b.md/v3#note\n" in selection.text and "did not fit: /b.md#note" not in selection.text
+    assert selection.related == ()  # what the rows left is too little for either
+
+
+def test_every_predecessor_keeps_its_room():
+    selection = _row_or_hop({"rel-supersedes": "/c.md, /d.md"})
+    assert selection.related and "did not fit: /b.md#note" in selection.text
 
 
 def test_a_top_section_whose_sub_sections_would_crowd_the_page_prints_its_own_text_first():

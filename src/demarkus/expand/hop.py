@@ -5,8 +5,9 @@ Related documents come only from the expanded documents' own `rel-*` metadata (n
 store: the hop is fresh by construction and identical on every surface): targets of the
 preferred predicates, on the same authority, not already in the table, at most
 MAX_RELATED, never followed further. While rows have their turn, the ledger keeps room for
-the first block of each target known so far; after them, each target shows its best, and
-what more of it could print waits for the leftovers.
+the first block of each target known so far that its relation says is needed (see
+`keeps_room`); after them, each target shows its best, and what more of it could print
+waits for the leftovers.
 """
 
 from __future__ import annotations
@@ -20,6 +21,22 @@ from .document import MAX_FETCHES, Document, Fetcher, FetchFailed, Target
 from .ledger import MAX_RELATED, Action, size
 from .page import Page
 from .show import candidate_text, omit, print_relations, show, show_note
+
+SUCCESSION = frozenset({"supersedes", "superseded-by"})
+"""Predicates that tie a document to the other versions of the same rule."""
+
+
+def keeps_room(source: Document, target: Target) -> bool:
+    """Whether the rows keep room for the target's first block: when the relation says the
+    target is needed. A successor or predecessor always: without it the document's own
+    text may no longer hold. A named section: the relation says which part. Another
+    whole document only when it is the document's one target of that predicate: of
+    several prerequisites a question needs one the relations cannot name (a proposal may
+    require seven others), and room kept for each crowds out the rows. Those
+    targets still print after the rows, in what they leave."""
+    if target.predicate in SUCCESSION or target.fragment:
+        return True
+    return sum(1 for other in source.targets if other.predicate == target.predicate) == 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,8 +59,10 @@ class Hop:
 
     def targets(self, order: Sequence[Document]) -> list[tuple[Document, Target]]:
         """(declaring document, target) of every target the hop may follow, in its order:
-        by document, then by predicate preference."""
-        return [(doc, target) for doc in order for target in doc.targets if target.location not in self.in_table]
+        those it keeps room for first (`keeps_room`), then by document, then by predicate
+        preference."""
+        pairs = [(doc, target) for doc in order for target in doc.targets if target.location not in self.in_table]
+        return sorted(pairs, key=lambda pair: not keeps_room(*pair))
 
     def plan(self, doc: Document, fragment: str) -> Plan | AnchorMissing:
         key = (doc, fragment)
@@ -53,12 +72,15 @@ class Hop:
 
     async def room(self, order: Sequence[Document], fetcher: Fetcher, unfetched: int) -> int:
         """Tokens the first blocks of the related targets known so far would take (the
-        first MAX_RELATED the hop would print, in its order), with their relation lines.
-        A target is fetched for this only when the rows still to come keep their fetches."""
+        first MAX_RELATED the hop would print, in its order, of those it `keeps_room`
+        for), with their relation lines. A target is fetched for this only when the rows
+        still to come keep their fetches."""
         room, counted, seen = 0, 0, set()
         for source, target in self.targets(order):
             if counted >= MAX_RELATED:
                 break
+            if not keeps_room(source, target):
+                continue
             if target.location in seen:
                 continue
             seen.add(target.location)

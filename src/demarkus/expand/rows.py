@@ -4,7 +4,8 @@ the fetcher.
 The strongest match prints first, narrower when its sub-sections would crowd the page;
 every later row prints whole only within its allowance (the ledger's `row_allowance`),
 and a block over it waits for the leftovers. After each row the ledger keeps room for the
-first block of every related target known so far, so the rows cannot crowd out the hop.
+first block of every related target known so far that the hop keeps room for
+(`hop.keeps_room`), so the rows cannot crowd out the hop.
 """
 
 from __future__ import annotations
