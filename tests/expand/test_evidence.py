@@ -411,6 +411,22 @@ def test_what_is_left_shows_the_leads_of_the_documents_on_the_page():
     assert text.index("#numbers") < text.index("#adr-9") < text.index("#abstract")
 
 
+def test_a_short_lead_prints_whole_and_a_long_one_its_first_paragraph_first():
+    short = "We store jobs in a segment log.\n\nOne log per queue.\n"
+    long = "".join(f"Paragraph {i} on how the log is kept. " * 6 + "\n\n" for i in range(3))
+
+    def doc(abstract: str) -> str:
+        return f"# T\n\n## Abstract\n\n{abstract}\n## Numbers\n\nIt holds 18,000 jobs per second.\n"
+
+    world = World({"/a.md": (doc(short), {}), "/b.md": (doc(long), {})})
+    _, selection, _ = run(world, [("/a.md", "numbers"), ("/b.md", "numbers")], 1500, "jobs per second")
+    text = selection.text
+    assert ">>> /a.md/v3#abstract\n\n## Abstract\n\n" + short in text  # whole, in one frame
+    assert "/a.md/v3#abstract]" not in text  # no rest to fetch, no stub pointing back
+    assert re.search(r"^\[… ~\d+ tokens more: fetch /b.md/v3#abstract\]$", text, re.M)  # its first paragraph first
+    assert "[#abstract shown above]" in text.split(">>> /b.md/v3#abstract")[-1]  # then the rest
+
+
 def test_a_titles_list_of_fields_is_not_a_lead():
     body = (
         "# ADR 9\n\n- Start Date: 2024-05-04\n- Discussion: #1105\n\n## Context\n\nWhy we looked again.\n\n"

@@ -1,7 +1,7 @@
 """The leftovers' turn: what is left of the budget after every row and the hop. Pure.
 
 In order: the first paragraph of every document's lead (its title's own text, such as a
-status banner, and its summary), in page order; more of each related document (its
+status banner, and its summary; a short lead whole), in page order; more of each related document (its
 further paragraphs); the rest of each lead; then the blocks that did not fit whole in
 their turn, each sharing what is left with those after it: whole when it fits, else its
 paragraphs holding the most query terms, else its leading blocks.
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from .candidates import Candidate, passages
 from .document import Document
 from .hop import Related
-from .ledger import MAX_RELATED, Action
+from .ledger import MAX_RELATED, WHOLE_FLOOR, Action, size
 from .page import Page, Pending
 from .relevance import lead_sections
 from .show import print_relations, show_excerpt, show_leading, show_new, show_one
@@ -40,7 +40,7 @@ def show_leftovers(
 
 def _show_leads(page: Page, docs: Sequence[Document], most: int | None) -> None:
     """The leads (banner, summary) of the documents, in page order: their first paragraph
-    (`most=1`) or the rest of each, whole or its leading blocks."""
+    (`most=1`; a short lead whole) or the rest of each, whole or its leading blocks."""
     turn = "lead, first paragraph" if most == 1 else "lead"
     leads = [
         (doc, Candidate(s.anchor, s.start, s.own_end, "what it says it is"))
@@ -51,8 +51,11 @@ def _show_leads(page: Page, docs: Sequence[Document], most: int | None) -> None:
     for doc, cand in leads:
         if page.covering(doc, cand.start, cand.end) is not None or page.same_text(doc, cand.start, cand.end):
             continue
-        whole_is_enough = most is None or len([c for c in doc.cuts if cand.start < c < cand.end]) <= 1
-        if not (whole_is_enough and show_one(page, doc, cand, turn) is None):
+        blocks = len([c for c in doc.cuts if cand.start < c < cand.end])
+        # whole when that is its first paragraph, or when it is short: a lead of a paragraph
+        # or two is not held back (WHOLE_FLOOR), as a row's block is not
+        whole = most is None or blocks <= 1 or size(doc.text(cand.start, cand.end)) <= WHOLE_FLOOR
+        if not (whole and show_one(page, doc, cand, turn) is None):
             show_leading(page, doc, cand, turn, most)
 
 
