@@ -29,11 +29,11 @@ SUCCESSION = frozenset({"supersedes", "superseded-by"})
 def keeps_room(source: Document, target: Target) -> bool:
     """Whether the rows keep room for the target's first block: when the relation says the
     target is needed. A successor or predecessor always: without it the document's own
-    text may no longer hold. A named section: the relation says which part. Another
-    whole document only when it is the document's one target of that predicate: of
-    several prerequisites a question needs one the relations cannot name (a proposal may
-    require seven others), and room kept for each crowds out the rows. Those
-    targets still print after the rows, in what they leave."""
+    text may no longer hold. A named section: the relation says which part. Another whole
+    document only when it is the document's one target of that predicate: of several
+    prerequisites a question needs one the relations cannot name (a proposal may require
+    seven others), and room kept for each crowds out the rows. Those targets still print
+    after the rows, in what they leave."""
     if target.predicate in SUCCESSION or target.fragment:
         return True
     return sum(1 for other in source.targets if other.predicate == target.predicate) == 1

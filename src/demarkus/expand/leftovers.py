@@ -1,10 +1,10 @@
 """The leftovers' turn: what is left of the budget after every row and the hop. Pure.
 
 In order: the first paragraph of every document's lead (its title's own text, such as a
-status banner, and its summary; a short lead whole), in page order; more of each related document (its
-further paragraphs); the rest of each lead; then the blocks that did not fit whole in
-their turn, each sharing what is left with those after it: whole when it fits, else its
-paragraphs holding the most query terms, else its leading blocks.
+status banner, and its summary; a short lead whole), in page order; more of each related
+document (its further paragraphs); the rest of each lead; then the blocks that did not fit
+whole in their turn, each sharing what is left with those after it: whole when it fits,
+else its paragraphs holding the most query terms, else its leading blocks.
 """
 
 from __future__ import annotations
