@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from demarkus.index.counts import MAX_CACHED_COUNTS, MAX_CACHED_KEY, CountCache
+from demarkus.index.counts import MAX_CACHED_COUNTS, MAX_CACHED_KEY, MAX_CACHED_ROWS, CountCache
 
 KEY = ("rows", "sections")
 
@@ -49,3 +49,23 @@ def test_the_cache_stays_within_its_bounds() -> None:
         cache.put(now, ("term", f"t{n}"), n)
     assert cache.get(now, ("term", "t0")) is None  # full: it started over
     assert cache.get(now, ("term", f"t{MAX_CACHED_COUNTS}")) == MAX_CACHED_COUNTS
+
+
+def test_row_fields_serve_the_same_generation_until_a_commit_and_stay_bounded() -> None:
+    cache = CountCache()
+    now = cache.stable(cache.generation())
+    cache.put_rows(now, {1: ("/a.md", "x", "X", 0.5)})
+    assert cache.rows(now, [1, 2]) == {1: ("/a.md", "x", "X", 0.5)}
+    assert cache.rows(None, [1]) == {}  # a snapshot that may have seen a commit reads nothing
+    cache.put_rows(None, {2: ("/b.md", "", "", 1.0)})
+    assert cache.rows(now, [2]) == {}
+    with cache.committing():
+        pass
+    assert cache.rows(now, [1]) == {}
+    later = cache.stable(cache.generation())
+    assert cache.rows(later, [1]) == {}  # the commit may have reused the id
+    cache.put_rows(now, {3: ("/c.md", "", "", 1.0)})  # read before the commit: not kept
+    assert cache.rows(later, [3]) == {}
+    cache.put_rows(later, {n: ("/d.md", str(n), "", 1.0) for n in range(MAX_CACHED_ROWS)})
+    cache.put_rows(later, {-1: ("/e.md", "", "", 1.0)})  # full: it started over
+    assert cache.rows(later, [0, -1]) == {-1: ("/e.md", "", "", 1.0)}

@@ -27,6 +27,7 @@ from demarkus.index.query import (
     shape_snippet,
     snippet,
     tokens,
+    word_bounds,
     words,
 )
 
@@ -150,6 +151,14 @@ def test_snippet_windows_are_one_line_within_the_byte_limit(text: str, hits: set
     shaped = snippet(text, hits)
     assert len(shaped.encode("utf-8")) <= SNIPPET_MAX_BYTES
     assert "\n" not in shaped
+
+
+@given(st.text(alphabet="ab İé.,\n_x1", max_size=400), st.sets(st.sampled_from(["a", "ab", "x1", "i̇", "é", "b"])))
+def test_a_snippet_read_through_its_texts_word_offsets_is_the_same(text: str, hits: set[str]) -> None:
+    split = tokens(text)
+    assert snippet(text, hits, split=split, bounds=word_bounds(text)) == snippet(text, hits)
+    starts, ends = word_bounds(text)
+    assert len(starts) == len(split)  # one offset pair per word a snippet counts
 
 
 _REFERENCE_WORD = re.compile(r"[^\W_]+")

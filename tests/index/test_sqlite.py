@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from demarkus.catalog import Filter, parse_filter
 from demarkus.errors import BadRequestError
 from demarkus.index import SectionHit, SectionIndex, rebuild, reconcile
-from demarkus.index.query import Ranking, content_words
-from demarkus.index.sqlite import MAX_FETCH_FACTOR, SCHEMA_VERSION, _selective
+from demarkus.index.query import Ranking, content_words, tokens, word_bounds, words
+from demarkus.index.sqlite import MAX_FETCH_FACTOR, SCHEMA_VERSION, _selective, _Views
 from demarkus.protocol import MAX_QUERY_TERMS
 from demarkus.store import FileStore
 
@@ -563,3 +563,28 @@ def test_reconcile_repairs_an_index_that_missed_store_writes(index: SectionIndex
     store.unarchive("/archive.md")
     assert reconcile(index, store) == 1
     assert "/archive.md" in index.indexed_versions()
+
+
+def test_a_search_after_a_write_reads_the_rows_it_wrote(index: SectionIndex) -> None:
+    fill(index)
+    put(index, "/a.md", "# A\n\n## Alpha\n\nquorum lease renewal\n")
+    assert [h.heading for h in index.search("quorum lease", "/", limit=3)] == ["Alpha"]
+    # the rewrite deletes the rows and inserts new ones, which may take the same ids
+    put(index, "/a.md", "# A\n\n## Beta\n\nquorum lease renewal\n", version=2)
+    assert [(h.heading, h.anchor) for h in index.search("quorum lease", "/", limit=3)] == [("Beta", "beta")]
+
+
+@pytest.mark.parametrize("text", ["Leases_expire, unless renewed.", "Régie des baux: leases expire"])
+def test_a_texts_words_are_read_once_and_kept_within_bounds(text: str) -> None:
+    views = _Views(max_chars=1000)
+    first = views.get(text)
+    assert list(first.split) == tokens(text) and first.distinct == set(words(text))
+    assert first.bounds is None  # offsets only for a text read again
+    again = views.get(text)
+    assert again.split is first.split and again.bounds == word_bounds(text)
+    assert views.get(text) is views.get(text)  # kept
+    for n in range(120):  # 1,080 characters of other texts push it out, oldest first
+        views.get(f"text {n:04d}")
+    assert views.get(text).split is not first.split
+    large = "word " * 30  # over a tenth of the bound: split every time, never kept
+    assert views.get(large) is not views.get(large)

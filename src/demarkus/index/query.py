@@ -38,6 +38,7 @@ import heapq
 import itertools
 import math
 import re
+from array import array
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -45,6 +46,7 @@ from typing import NamedTuple
 __all__ = [
     "STOP_WORDS",
     "SNIPPET_MAX_BYTES",
+    "WordBounds",
     "Candidate",
     "Ranking",
     "content_words",
@@ -59,6 +61,7 @@ __all__ = [
     "snippet",
     "term_weights",
     "tokens",
+    "word_bounds",
     "words",
 ]
 
@@ -169,6 +172,20 @@ def shape_snippet(raw: str, max_bytes: int = SNIPPET_MAX_BYTES) -> str:
     return cut + ELLIPSIS
 
 
+WordBounds = tuple[Sequence[int], Sequence[int]]
+"""Where each word of a text starts and ends (character offsets), in order."""
+
+
+def word_bounds(text: str) -> WordBounds:
+    """The offsets of `text`'s words, as `tokens` splits them: a snippet of a text read
+    again finds its window without walking the text up to it."""
+    starts, ends = array("I"), array("I")
+    for match in _WORD.finditer(text):
+        starts.append(match.start())
+        ends.append(match.end())
+    return starts, ends
+
+
 SNIPPET_TOKENS = 30
 """Words in the window a snippet is chosen by (about what 240 bytes hold)."""
 SNIPPET_LEAD = 3
@@ -179,16 +196,22 @@ _BOUNDARY = re.compile(r"[.!?:;]\s|\n")
 
 
 def snippet(
-    text: str, hit_words: Collection[str], *, size: int = SNIPPET_TOKENS, split: Sequence[str] | None = None
+    text: str,
+    hit_words: Collection[str],
+    *,
+    size: int = SNIPPET_TOKENS,
+    split: Sequence[str] | None = None,
+    bounds: WordBounds | None = None,
 ) -> str:
     """The best one-line window of `text` for a search: the `size`-word window holding the
     most distinct matched words (then the most matches; the earliest on ties). It opens at
     the start of the sentence or line holding its first match when that is at most
     `SNIPPET_BACK` words back, else `SNIPPET_LEAD` words back; it is shaped by
     `shape_snippet`. `hit_words` are the lowercase words of `text` that match the query;
-    with none, the text's start is shown. `split`, when given, is `tokens(text)`."""
+    with none, the text's start is shown. `split`, when given, is `tokens(text)`, and
+    `bounds` is `word_bounds(text)`."""
     words_at = tokens(text) if split is None else split
-    hits = [i for i, w in enumerate(words_at) if w in hit_words]
+    hits = list(itertools.compress(itertools.count(), map(hit_words.__contains__, words_at)))
     begin = 0
     if hits:
         best: tuple[int, int] = (0, 0)
@@ -209,14 +232,19 @@ def snippet(
             else:
                 held[word] -= 1
         low = max(0, first - SNIPPET_BACK)
-        spans = list(itertools.islice(_WORD.finditer(text), low, last + 1))
-        begin = spans[max(0, first - SNIPPET_LEAD - low)].start()
+        if bounds is None:
+            found = list(itertools.islice(_WORD.finditer(text), low, last + 1))
+            starts: Sequence[int] = [m.start() for m in found]
+            ends: Sequence[int] = [m.end() for m in found]
+        else:
+            starts, ends = bounds[0][low : last + 1], bounds[1][low : last + 1]
+        begin = starts[max(0, first - SNIPPET_LEAD - low)]
         for j in range(first - low, -1, -1):
-            before = text[spans[j - 1].end() : spans[j].start()] if j else text[: spans[0].start()]
+            before = text[ends[j - 1] : starts[j]] if j else text[: starts[0]]
             if j + low == 0 or _BOUNDARY.search(before):
-                begin = spans[j].start() if j + low else 0
+                begin = starts[j] if j + low else 0
                 break
-        end = spans[-1].end()
+        end = ends[-1]
         if begin and end < SNIPPET_MAX_BYTES:  # cheap bound before measuring bytes
             head = " ".join(text[:end].split()).encode("utf-8")
             if len(head) < SNIPPET_MAX_BYTES - len(ELLIPSIS.encode("utf-8")):

@@ -39,6 +39,7 @@ import json
 import logging
 import sqlite3
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager, suppress
@@ -57,6 +58,7 @@ from .query import (
     DEFAULT_RANKING,
     Candidate,
     Ranking,
+    WordBounds,
     content_words,
     match_all,
     match_any,
@@ -65,6 +67,7 @@ from .query import (
     snippet,
     term_weights,
     tokens,
+    word_bounds,
     words,
 )
 
@@ -176,6 +179,7 @@ class SectionIndex:
         self._writer: int | None = None
         """The thread inside the write transaction: its searches read its own rows."""
         self._counts = CountCache()
+        self._views = _Views()
         self._db = self._connect()
         try:
             with self._reported():
@@ -560,14 +564,21 @@ class SectionIndex:
 
     def _rows(self, snap: _Snapshot, ranked: Sequence[tuple[int, float]]) -> list[_Row]:
         """The engine's (id, relevance) pairs, in their order, with their sections' fields:
-        one lookup for all of them (joining inside the engine query cost more)."""
-        fields = {
-            raw[0]: raw[1:]
-            for raw in snap.db.execute(
-                "SELECT id, path, anchor, heading, importance FROM sections WHERE id IN (SELECT value FROM json_each(?))",
-                (json.dumps([key for key, _ in ranked]),),
-            )
-        }
+        those not cached for this snapshot's generation in one lookup (joining inside the
+        engine query cost more)."""
+        fields = self._counts.rows(snap.generation, (key for key, _ in ranked))
+        missing = [key for key, _ in ranked if key not in fields]
+        if missing:
+            fresh = {
+                raw[0]: raw[1:]
+                for raw in snap.db.execute(
+                    "SELECT id, path, anchor, heading, importance FROM sections"
+                    " WHERE id IN (SELECT value FROM json_each(?))",
+                    (json.dumps(missing),),
+                )
+            }
+            self._counts.put_rows(snap.generation, fresh)
+            fields.update(fresh)
         return [_Row(key, relevance, *fields[key]) for key, relevance in ranked if key in fields]
 
     def _narrow(self, snap: _Snapshot, scope: str) -> bool:
@@ -668,9 +679,9 @@ class SectionIndex:
             "SELECT fts.rowid, fts.body FROM json_each(?) AS keys CROSS JOIN fts ON fts.rowid = keys.value",
             (json.dumps(list(keys)),),
         ):
-            split = tokens(text)
-            distinct = set(split) if text.isascii() else set(words(text))  # the same for ASCII
-            out[key] = snippet(text, self._stemmer.matching(distinct, wanted), split=split)
+            view = self._views.get(text)
+            hit = self._stemmer.matching(view.distinct, wanted)
+            out[key] = snippet(text, hit, split=view.split, bounds=view.bounds)
         return out
 
 
@@ -758,6 +769,61 @@ class _Judge:
         return self._verdicts[path]
 
 
+VIEW_CACHE_CHARS = 1 << 20
+"""Characters of section text whose words `_Views` keeps (the words and their offsets take
+about fifteen times the text's size in memory: some 15 MiB in all): a few hundred
+sections, the ones question after question shows."""
+
+
+class _View(NamedTuple):
+    """A section text's words in order and as a set, and (once the text is read again)
+    where each word lies, as a snippet reads them."""
+
+    split: tuple[str, ...]
+    distinct: frozenset[str]
+    bounds: WordBounds | None
+
+
+class _Views:
+    """The `_View` of each section text a search shows: the same rows come back search
+    after search, and splitting them was a seventh of a search. Keyed by the text itself, so
+    a text is never read through another's words; the least recently used go first once
+    over `VIEW_CACHE_CHARS`, and a text larger than a tenth of that is split every time.
+    Offsets are found only for a text read a second time: a text seen once costs what it
+    cost before."""
+
+    def __init__(self, max_chars: int = VIEW_CACHE_CHARS) -> None:
+        self.max_chars = max_chars
+        self._entries: OrderedDict[str, _View] = OrderedDict()
+        self._chars = 0
+        self._lock = threading.Lock()  # the gateway searches in several threads
+
+    def get(self, text: str) -> _View:
+        with self._lock:
+            found = self._entries.get(text)
+            if found is not None:
+                self._entries.move_to_end(text)
+        if found is not None:
+            if found.bounds is None:
+                found = found._replace(bounds=word_bounds(text))
+                with self._lock:
+                    if text in self._entries:
+                        self._entries[text] = found
+            return found
+        split = tuple(tokens(text))
+        view = _View(split, frozenset(split if text.isascii() else words(text)), None)  # the same for ASCII
+        if len(text) * 10 > self.max_chars:
+            return view
+        with self._lock:
+            if text not in self._entries:
+                self._entries[text] = view
+                self._chars += len(text)
+                while self._chars > self.max_chars:
+                    dropped, _ = self._entries.popitem(last=False)
+                    self._chars -= len(dropped)
+        return view
+
+
 STEM_CACHE_WORDS = 200_000
 """Words whose tokens the stemmer remembers (about 300 bytes each with the words filed
 under each token, 60 MB in all) before it
@@ -811,7 +877,7 @@ class _Stemmer:
             known.update(fresh)
         return [known[w] for w in words]
 
-    def matching(self, words: set[str], wanted: AbstractSet[str]) -> set[str]:
+    def matching(self, words: frozenset[str] | set[str], wanted: AbstractSet[str]) -> set[str]:
         """The words among `words` with a token in `wanted`: `stems` without building a
         list for every word of a long text (most are cached and most do not match)."""
         held = self._held
