@@ -786,7 +786,8 @@ class _View(NamedTuple):
 
 class _Views:
     """The `_View` of each section text a search shows: the same rows come back search
-    after search, and splitting them was a seventh of a search. Keyed by the text itself, so
+    after search, and reading their words for the snippets (splitting them, then walking
+    each to its window) was about a seventh of a search. Keyed by the text itself, so
     a text is never read through another's words; the least recently used go first once
     over `VIEW_CACHE_CHARS`, and a text larger than a tenth of that is split every time.
     Offsets are found only for a text read a second time: a text seen once costs what it
