@@ -123,6 +123,7 @@ def test_a_folder_becomes_documents_with_metadata_and_bad_files_are_refused(fold
     lines = summary.lines()
     assert lines[0] == "5 created, 0 updated, 0 unchanged, 0 archived, 1 skipped, 9 refused; 5 versions added"
     assert "refused latin1.md: the file is not valid UTF-8 (byte 3); save it as UTF-8 and import again" in lines
+    assert not (tmp_path / "store" / ".demarkus.filling").exists()  # a first import: synced once, at the end
 
     service = Service.open(tmp_path / "store", writable=False)
     try:

@@ -604,10 +604,82 @@ def test_a_history_syncs_each_version_then_its_folder_once_then_swaps_once(
     real_fsync, real_dir, real_swap = os.fsync, layout.fsync_dir, layout.swap_current
     monkeypatch.setattr(os, "fsync", lambda fd: (events.append("file"), real_fsync(fd))[1])
     monkeypatch.setattr(layout, "fsync_dir", lambda d: (events.append(f"dir {Path(d).name}"), real_dir(d))[1])
-    monkeypatch.setattr(layout, "swap_current", lambda loc, n: (events.append(f"swap {n}"), real_swap(loc, n))[1])
+    monkeypatch.setattr(
+        layout, "swap_current", lambda loc, n, **kw: (events.append(f"swap {n}"), real_swap(loc, n, **kw))[1]
+    )
     store.write_history("/a.md", [b"1", b"2", b"3"], {}, 0)
     # fsync_dir's own os.fsync is recorded too: each "dir" is followed by its "file"
     assert events == ["file"] * 3 + ["dir versions", "file", "swap 3", f"dir {tmp_path.name}", "file"]
+
+
+# --- filling an empty store: one sync at the end -----------------------------------------
+
+
+def _count_syncs(monkeypatch) -> list[str]:  # type: ignore[no-untyped-def]
+    events: list[str] = []
+    real_fsync, real_sync = os.fsync, os.sync
+    monkeypatch.setattr(os, "fsync", lambda fd: (events.append("fsync"), real_fsync(fd))[1])
+    monkeypatch.setattr(os, "sync", lambda: (events.append("sync"), real_sync())[1])
+    return events
+
+
+def test_filling_an_empty_store_syncs_once_at_the_end(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    store = FileStore(tmp_path)
+    events = _count_syncs(monkeypatch)
+    with store.filling():
+        assert (tmp_path / ".demarkus.filling").exists()
+        marked = len(events)
+        for n in range(5):
+            store.write_history(f"/deep/d{n}.md", [b"# One\n", b"# Two\n"], {"title": "D"}, 0)
+        assert len(events) == marked  # no write synced anything
+    assert events[marked:] == ["sync", "fsync"]  # everything, then the marker's removal
+    assert not (tmp_path / ".demarkus.filling").exists()
+    again = FileStore(tmp_path)
+    assert again.documents() == [f"/deep/d{n}.md" for n in range(5)]
+    assert all(again.verify(p) is None for p in again.documents())
+    assert again.read("/deep/d3.md").body == b"# Two\n"
+
+
+def test_filling_a_store_that_holds_documents_keeps_a_sync_per_write(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    store = FileStore(tmp_path)
+    store.write("/kept.md", b"# Kept\n", {})
+    events = _count_syncs(monkeypatch)
+    with store.filling():
+        assert not (tmp_path / ".demarkus.filling").exists()
+        store.write_history("/a.md", [b"1", b"2"], {}, 0)
+    assert "sync" not in events and events.count("fsync") >= 2 + 2
+
+
+def test_a_fill_that_fails_part_way_is_still_made_durable(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    store = FileStore(tmp_path)
+    events = _count_syncs(monkeypatch)
+    with pytest.raises(RuntimeError), store.filling():
+        store.write("/a.md", b"# A\n", {})
+        raise RuntimeError("the load failed")
+    assert "sync" in events and not (tmp_path / ".demarkus.filling").exists()
+    store.write("/b.md", b"# B\n", {})  # writes sync again
+    assert events[-1] == "fsync"
+
+
+def test_a_store_left_part_way_through_a_fill_is_checked_when_opened(tmp_path: Path, caplog) -> None:  # type: ignore[no-untyped-def]
+    store = FileStore(tmp_path)
+    store.write_history("/a.md", [b"# A1\n", b"# A2\n"], {}, 0)
+    store.write("/b.md", b"# B\n", {})
+    (tmp_path / ".demarkus.filling").write_bytes(b"")  # the process stopped before the end
+    again = FileStore(tmp_path)
+    assert "was being filled when it stopped; its 2 documents verify" in caplog.text
+    assert not (tmp_path / ".demarkus.filling").exists()
+    assert again.read("/a.md").body == b"# A2\n"
+
+
+def test_a_version_cut_short_by_a_stopped_fill_refuses_the_store(tmp_path: Path) -> None:
+    store = FileStore(tmp_path)
+    store.write_history("/a.md", [b"# A1\n", b"# A2\n"], {}, 0)
+    (tmp_path / "versions" / "a.md.v1").write_bytes(b"")  # what a power cut may leave
+    (tmp_path / ".demarkus.filling").write_bytes(b"")
+    with pytest.raises(IntegrityError, match=r"/a\.md is damaged .*delete the folder and load it again"):
+        FileStore(tmp_path)
+    assert (tmp_path / ".demarkus.filling").exists()  # still refused the next time
 
 
 def test_a_history_skips_a_body_equal_to_the_version_before_it(store: FileStore) -> None:

@@ -57,8 +57,10 @@ class FolderSync:
         """Import what changed since the store last saw the folder and (unless told not
         to) archive the documents whose file is gone."""
         scan = scan_folder(self.source.folder)
-        deferred = self.service.deferred_index() if self.service is not None else contextlib.nullcontext()
-        with deferred:
+        with contextlib.ExitStack() as local:
+            if self.service is not None:
+                local.enter_context(self.service.deferred_index())
+                local.enter_context(self.service.store.filling())  # a first import: one sync at the end
             summary = await import_folder(
                 self.source, self.target, archive_missing=self.archive_missing, progress=progress, scan=scan
             )

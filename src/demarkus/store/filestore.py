@@ -4,7 +4,8 @@ Layout and the atomic file steps are in `layout.py`. A write puts the whole vers
 a hidden temp file, fsyncs it, hard-links it to `versions/<name>.v<N>` (the exclusive create)
 and only then swaps the current symlink, so a crash never shows a partial version and the
 hash chain always verifies. Opening the store, and every write, first rolls the symlink
-forward to the newest complete version.
+forward to the newest complete version. Filling an empty store (`FileStore.filling`, a
+world load) skips the syncs of each write and syncs once at the end.
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ from .versionfile import (
 logger = logging.getLogger(__name__)
 
 _LOCK_NAME = ".demarkus.lock"
+_FILLING_NAME = ".demarkus.filling"
+"""Present while `FileStore.filling` writes without a sync each: a store opened with it was
+left part way through, and is checked before it serves."""
 _CACHE_ENTRIES = 2048
 _CACHE_MAX_FILE = 256 * 1024
 """Parsed version files kept in memory: a file is immutable until an archive flag flip,
@@ -117,8 +121,10 @@ class FileStore:
         self._parsed: dict[tuple[str, int, int, int], StoredVersion] = {}
         self._routes: dict[str, layout.Route] = {}
         self._route_chars = 0
+        self._durable = True
         with self._write_lock():
             self._recover_tree()
+            self._settle_filling()
         for path in self.documents():
             try:
                 self._index(self.read(path))
@@ -243,6 +249,30 @@ class FileStore:
                     found.append(loc.path)
         return sorted(found)
 
+    @contextmanager
+    def filling(self) -> Iterator[None]:
+        """Fill an empty store (a world load) without a sync per write, and make it durable
+        once on the way out, whatever happened: thousands of fsyncs become one `sync`. Until
+        then a marker says the store is being filled, so if the machine stops part way the
+        next open checks every document (`_settle_filling`). A store that already holds
+        documents keeps a sync per write: a power cut must not put them at risk."""
+        if not self._durable or self.has_documents("/"):
+            yield
+            return
+        marker = self._root / _FILLING_NAME
+        with self._write_lock():
+            marker.write_bytes(b"")
+            layout.fsync_dir(self._root)
+            self._durable = False
+        try:
+            yield
+        finally:
+            with self._write_lock():
+                self._durable = True
+                os.sync()
+                marker.unlink(missing_ok=True)
+                layout.fsync_dir(self._root)
+
     def resolve_hash(self, content_hash: str) -> str | None:
         """The path of a current, non-archived document whose body has this hash."""
         paths = self._by_hash.get(content_hash)
@@ -329,7 +359,7 @@ class FileStore:
             if previous is not None and previous.archived:
                 raise ArchivedError(f"`{loc.path}` is archived; unarchive it by publishing an empty body, then retry")
             _check_expected(loc.path, expected_version, current)
-            layout.make_versions_dir(loc)
+            layout.make_versions_dir(loc, sync=self._durable)
             if flat:
                 previous = self._migrate_flat(loc, current)
             number = current
@@ -340,7 +370,9 @@ class FileStore:
                 previous_hash = sha256_tag(previous.raw) if previous else None
                 raw = serialize_version(VersionFile(number, False, previous_hash, metadata, body))
                 try:
-                    layout.create_version(loc, number, raw, _version_time(modified, previous), sync=False)
+                    layout.create_version(
+                        loc, number, raw, _version_time(modified, previous), sync_file=self._durable, sync_folder=False
+                    )
                 except FileExistsError:
                     # Only a writer outside this lock (another program) can get here; its
                     # version is kept and the chain stays valid.
@@ -354,8 +386,9 @@ class FileStore:
             assert previous is not None  # at least one body, so either kept or written
             if number == current:
                 return WriteResult(document=previous, changed=False)
-            layout.fsync_dir(loc.versions_dir)
-            layout.swap_current(loc, number)
+            if self._durable:
+                layout.fsync_dir(loc.versions_dir)
+            layout.swap_current(loc, number, sync=self._durable)
             self._index(previous)
             return WriteResult(document=previous, changed=True)
 
@@ -528,6 +561,34 @@ class FileStore:
                     self._recover(self._locate(path), highest[name])
                 except (BadRequestError, NotFoundError, IntegrityError, OSError) as exc:
                     logger.warning("cannot recover %s: %s", path, exc)
+
+    def _settle_filling(self) -> None:
+        """At open: a fill that stopped part way (`filling`) is kept when every document's
+        chain verifies, once what it wrote is on the disk; a power cut may have left a
+        version short, and then the store is refused before it serves a damaged byte.
+
+        Raises:
+            IntegrityError: a document does not verify (the message says what to do).
+        """
+        marker = self._root / _FILLING_NAME
+        if not marker.exists():
+            return
+        os.sync()
+        documents = self.documents()
+        for path in documents:
+            broken = self.verify(path)
+            if broken is not None:
+                raise IntegrityError(
+                    f"{self._root} was being filled (a world load) when it stopped, and {path} is damaged "
+                    f"({broken}); delete the folder and load it again"
+                )
+        logger.warning(
+            "%s was being filled when it stopped; its %d documents verify: load again to add the rest",
+            self._root,
+            len(documents),
+        )
+        marker.unlink()
+        layout.fsync_dir(self._root)
 
     def _recover(self, loc: Location, highest: int | None = None) -> None:
         """Roll the current symlink forward to the newest complete version file."""

@@ -254,10 +254,10 @@ def read_flat(path: Path) -> bytes:
         os.close(fd)
 
 
-def make_versions_dir(loc: Location) -> None:
+def make_versions_dir(loc: Location, *, sync: bool = True) -> None:
     """Create the document's directory and its `versions/` folder. Each folder it creates
     is made to survive a power cut (its parent is fsynced): the version linked into it is
-    acknowledged as stored.
+    acknowledged as stored. With `sync` False the caller makes the store durable itself.
 
     Raises:
         BadRequestError: a document already uses a parent's name.
@@ -274,41 +274,54 @@ def make_versions_dir(loc: Location) -> None:
         raise BadRequestError(f"cannot create `{loc.path}`: a document already uses one of its parent names") from None
     if not is_real_dir(loc.versions_dir):
         raise NotFoundError(f"`{loc.path}` has a `versions` entry that is not a real directory; it is not served")
+    if not sync:
+        return
     for created in reversed(missing):  # top down: each parent holds its new entry
         fsync_dir(created.parent)
 
 
-def write_temp(loc: Location, raw: bytes) -> Path:
-    """A complete, fsynced hidden file in `versions/`, ready to link or rename into place."""
+def write_temp(loc: Location, raw: bytes, *, sync: bool = True) -> Path:
+    """A complete hidden file in `versions/`, fsynced unless `sync` is False, ready to link
+    or rename into place."""
     temp = loc.versions_dir / f"{TEMP_PREFIX}{loc.name}.{uuid.uuid4().hex}"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
     try:
         view = memoryview(raw)
         while view:
             view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        if sync:
+            os.fsync(fd)
     finally:
         os.close(fd)
     return temp
 
 
-def create_version(loc: Location, number: int, raw: bytes, mtime: int | None = None, *, sync: bool = True) -> None:
+def create_version(
+    loc: Location,
+    number: int,
+    raw: bytes,
+    mtime: int | None = None,
+    *,
+    sync_file: bool = True,
+    sync_folder: bool = True,
+) -> None:
     """Publish a whole version file; link(2) is the exclusive create. `mtime` (seconds
     since the epoch) is the version's time when it is not now: set on the temp file, so
-    the version appears with it. With `sync` False the caller fsyncs `versions/` itself,
-    once after several versions, before pointing the current symlink at any of them.
+    the version appears with it. With `sync_folder` False the caller fsyncs `versions/`
+    itself, once after several versions, before pointing the current symlink at any of
+    them; with `sync_file` False it makes the file's bytes durable itself.
 
     Raises:
         FileExistsError: that version already exists (another writer won it).
     """
-    temp = write_temp(loc, raw)
+    temp = write_temp(loc, raw, sync=sync_file)
     try:
         if mtime is not None:
             os.utime(temp, (mtime, mtime), follow_symlinks=False)
         os.link(temp, loc.version_file(number))
     finally:
         os.unlink(temp)
-    if sync:
+    if sync_folder:
         fsync_dir(loc.versions_dir)
 
 
@@ -318,8 +331,9 @@ def replace_version(loc: Location, number: int, raw: bytes) -> None:
     fsync_dir(loc.versions_dir)
 
 
-def swap_current(loc: Location, number: int) -> None:
-    """Point the current symlink at `number` atomically (temp symlink, then rename)."""
+def swap_current(loc: Location, number: int, *, sync: bool = True) -> None:
+    """Point the current symlink at `number` atomically (temp symlink, then rename), made
+    to survive a power cut unless `sync` is False."""
     temp = loc.directory / f"{TEMP_PREFIX}{loc.name}.{uuid.uuid4().hex}.link"
     os.symlink(f"{VERSIONS}/{loc.name}.v{number}", temp)
     try:
@@ -327,7 +341,8 @@ def swap_current(loc: Location, number: int) -> None:
     except OSError:
         os.unlink(temp)
         raise
-    fsync_dir(loc.directory)
+    if sync:
+        fsync_dir(loc.directory)
 
 
 def remove_temps(directory: Path) -> None:
