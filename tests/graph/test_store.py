@@ -152,6 +152,33 @@ def test_a_file_that_is_not_sqlite_is_refused_with_advice(tmp_path: Path) -> Non
         GraphStore(path)
 
 
+def test_a_bulk_of_writes_is_one_transaction(tmp_path: Path) -> None:
+    path = tmp_path / "graph.sqlite"
+    with GraphStore(path) as store:
+        with store.bulk():
+            put(store, "a", link("a", "b"))
+            put(store, "b", link("b", "c"))
+            store.forget(doc("b"))
+            with sqlite3.connect(path) as other:  # nothing is visible before the commit
+                assert other.execute("SELECT count(*) FROM nodes").fetchone()[0] == 0
+        assert store.node(doc("a")) == Node(doc("a"), "A", 1, WHEN)
+        assert store.outgoing(doc("a")) == [link("a", "b")] and store.outgoing(doc("b")) == []
+        with pytest.raises(RuntimeError), store.bulk():
+            put(store, "c", link("c", "a"))
+            raise RuntimeError("the seeding failed")
+        assert store.node(doc("c")) is None  # every write of the bulk rolled back
+
+
+def test_a_write_that_fails_inside_a_bulk_is_undone_alone(store: GraphStore) -> None:
+    put(store, "a", link("a", "b"))
+    with store.bulk():
+        with pytest.raises(sqlite3.IntegrityError):  # the delete ran, then the insert failed
+            store.observe(doc("a"), title=None, version=2, edges=[link("a", "c")], observed_at=WHEN)  # type: ignore[arg-type]
+        put(store, "d", link("d", "a"))
+    assert store.outgoing(doc("a")) == [link("a", "b")]
+    assert store.node(doc("d")) is not None
+
+
 def test_threads_can_share_one_store(tmp_path: Path) -> None:
     def work(i: int) -> int:
         put(store, f"s{i:02}", link(f"s{i:02}", "hub"))

@@ -25,7 +25,8 @@ import json
 import re
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -126,7 +127,7 @@ class GraphStore:
             IntegrityError: the file is not a graph store this version can read.
         """
         self.path = path
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # `bulk` holds it around the writes it joins
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
         target = ":memory:" if path is None else str(path)
@@ -340,6 +341,14 @@ class GraphStore:
     ) -> None:
         self.close()
 
+    @contextmanager
+    def bulk(self) -> Iterator[None]:
+        """One transaction around many writes (seeding a world's graph): one commit instead
+        of one per document. Other threads wait until it ends; an exception rolls every
+        change back."""
+        with self._lock, self._transaction():
+            yield
+
     # --- internals ----------------------------------------------------------------------
 
     def _transaction(self) -> _Transaction:
@@ -383,13 +392,16 @@ class GraphStore:
 
 
 class _Transaction:
-    """BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on any exception."""
+    """BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on any exception. Inside an open transaction
+    (`GraphStore.bulk`) it is a savepoint of that one: a failed write is undone alone."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
+        self.nested = False
 
     def __enter__(self) -> None:
-        self.conn.execute("BEGIN IMMEDIATE")
+        self.nested = self.conn.in_transaction
+        self.conn.execute("SAVEPOINT write" if self.nested else "BEGIN IMMEDIATE")
 
     def __exit__(
         self,
@@ -397,7 +409,12 @@ class _Transaction:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.conn.execute("COMMIT" if exc_type is None else "ROLLBACK")
+        if not self.nested:
+            self.conn.execute("COMMIT" if exc_type is None else "ROLLBACK")
+            return
+        if exc_type is not None:
+            self.conn.execute("ROLLBACK TO write")
+        self.conn.execute("RELEASE write")
 
 
 def _within_clause(column: str, within: str) -> tuple[str, tuple[str, ...]]:
