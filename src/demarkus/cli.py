@@ -11,7 +11,7 @@ import contextlib
 import functools
 import signal
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -30,7 +30,7 @@ from .tls import default_tls_dir, ensure_dev_certificate
 
 if TYPE_CHECKING:
     from .expand.select import Selection
-    from .graph.seed import Prepared
+    from .worlds.world import WorldDocument
 
 T = TypeVar("T")
 LOCAL_AUTHORITY = "mark://localhost"
@@ -547,22 +547,33 @@ def token_revoke(label: str, tokens_file: Path) -> None:
 # --- world ------------------------------------------------------------------------------
 
 
-def _seed_graph(root: Path, service: Service, world_dir: Path, prepared: Mapping[str, Prepared]) -> str:
-    """Record the loaded world's relations where `demarkus mcp --root` looks for them, and
-    index its documents from the same parse (the caller defers the index meanwhile)."""
+async def _load_world_here(world_dir: Path, root: Path, token: str | None) -> str:
+    """`world load --root`: publish every version while worker processes parse each
+    document's last one, then seed the graph (where `demarkus mcp --root` looks for it)
+    and the section index from those parses."""
     from .graph import GraphStore
-    from .graph.seed import seed_graph
+    from .graph.seed import Ahead, seed_graph
     from .graph.store import default_graph_path
     from .worlds import open_world
 
+    root.mkdir(parents=True, exist_ok=True)
+    service = Service.open(root, trusted=True)
     authority = open_world(world_dir).authority
-    path = default_graph_path(root, authority)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with GraphStore(path) as graph:
-        count = seed_graph(graph, service.store, authority, index=service.index, prepared=prepared)
+    graph_path = default_graph_path(root, authority)
+    graph_path.parent.mkdir(parents=True, exist_ok=True)
+    with Ahead(authority) as ahead, service.deferred_index(), GraphStore(graph_path) as graph:
+
+        def hand_over(doc: WorldDocument) -> None:
+            ahead.submit(doc.path, doc.metadata, doc.versions[-1].encode("utf-8"))
+
+        with service.store.filling():  # an empty store is made durable once, at the end
+            message = await _load_world_into(world_dir, service, token, read=hand_over)
+        count = seed_graph(graph, service.store, authority, index=service.index, prepared=ahead.get)
     if service.index is not None:
         service.index.optimize()  # a bulk load: one merge makes every later search faster
-    return f"graph of {count} documents as {authority} (use demarkus mcp --root {root} --authority {authority})"
+    return (
+        f"{message}; graph of {count} documents as {authority} (use demarkus mcp --root {root} --authority {authority})"
+    )
 
 
 @main.group()
@@ -570,7 +581,9 @@ def world() -> None:
     """Frozen worlds: fixed corpora for evaluation."""
 
 
-async def _load_world_into(world_dir: Path, backend: Backend, token: str | None) -> str:
+async def _load_world_into(
+    world_dir: Path, backend: Backend, token: str | None, read: Callable[[WorldDocument], None] | None = None
+) -> str:
     from rich.console import Console
     from rich.progress import Progress
 
@@ -580,7 +593,7 @@ async def _load_world_into(world_dir: Path, backend: Backend, token: str | None)
     frozen = open_world(world_dir)
     with Progress(transient=not sys.stderr.isatty(), console=Console(stderr=True)) as bar:
         task = bar.add_task(f"loading {frozen.id}", total=frozen.documents_count)
-        report = await load_world(frozen, backend, token=token, progress=lambda n: bar.advance(task, n))
+        report = await load_world(frozen, backend, token=token, progress=lambda n: bar.advance(task, n), read=read)
     return f"loaded {frozen.id}: {report.documents} documents, {report.versions} versions" + (
         f", {report.skipped} already present" if report.skipped else ""
     )
@@ -602,15 +615,8 @@ def world_load(
         raise click.UsageError("give exactly one of --root STORE or --url mark://host")
 
     async def go() -> str:
-        from .graph.seed import prepared_aside
-
         if root is not None:
-            root.mkdir(parents=True, exist_ok=True)
-            service = Service.open(root, trusted=True)
-            # the seeding indexes from its own parse, made beside the publishing
-            with prepared_aside(world_dir) as parsed, service.deferred_index():
-                message = await _load_world_into(world_dir, service, token)
-                return message + "; " + _seed_graph(root, service, world_dir, parsed())
+            return await _load_world_here(world_dir, root, token)
         assert url is not None
         async with Client(url, token=token, ca=ca, insecure=insecure) as client:
             return await _load_world_into(world_dir, client, token)

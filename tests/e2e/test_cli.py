@@ -143,6 +143,7 @@ def test_world_load_publishes_every_version_and_refuses_a_tampered_world(tmp_pat
     assert len(store.documents()) == world.documents_count
     assert sum(store.current_version(p) for p in store.documents()) == world.versions_count
     assert all(store.verify(p) is None for p in store.documents())
+    assert not (root / ".demarkus.filling").exists()  # filled, then made durable once
     again = cli("world", "load", str(demo_world_path()), "--root", str(root))
     assert again.returncode == 0 and "already present" in again.stderr
     tampered = tmp_path / "tampered"

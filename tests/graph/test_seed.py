@@ -1,9 +1,12 @@
 """Seeding a graph from a loaded store makes incoming relations known up front."""
 
+import os
 from pathlib import Path
 
+import pytest
+
 from demarkus.graph import GraphStore
-from demarkus.graph.seed import seed_graph
+from demarkus.graph.seed import Ahead, Prepared, seed_graph
 from demarkus.store import FileStore
 
 
@@ -36,34 +39,71 @@ def test_a_parse_made_ahead_is_used_only_for_the_body_and_metadata_it_was_made_f
     elsewhere = replace(made, url="mark://other.world" + path)
     for ahead, used in ((made, True), (stale, False), (other_meta, False), (elsewhere, False)):
         with GraphStore(None) as graph:
-            seed_graph(graph, store, "mark://demo.world", prepared={path: ahead})
+            seed_graph(graph, store, "mark://demo.world", prepared={path: ahead}.get)
             assert (graph.outgoing(url) == [marker]) is used
 
 
-def test_the_world_parsed_in_another_process_seeds_what_a_parse_here_seeds(demo_root: Path, tmp_path: Path):
-    from demarkus.graph.seed import prepared_aside
+def _handed_over(ahead: Ahead, store: FileStore) -> None:
+    for path in store.documents():
+        doc = store.read(path)
+        ahead.submit(path, doc.metadata, doc.body)
+
+
+def test_the_world_parsed_in_worker_processes_seeds_what_a_parse_here_seeds(demo_root: Path, tmp_path: Path):
     from demarkus.index import SectionIndex
-    from demarkus.worlds import demo_world_path
 
     store = FileStore(demo_root)
-    with prepared_aside(demo_world_path()) as parsed:
-        ahead = parsed()
-    assert set(ahead) == set(store.documents())
-    seeded = {}
-    for name, prepared in (("here", None), ("ahead", ahead)):
-        index = SectionIndex.recreate(tmp_path / f"{name}.sqlite")
-        with GraphStore(None) as graph:
-            seed_graph(graph, store, "mark://demo.world", index=index, prepared=prepared)
-            edges = {p: graph.outgoing("mark://demo.world" + p) for p in store.documents()}
-        hits = [index.search(q, "/", limit=20) for q in ("segment log", "lease heartbeat", "retry backoff")]
-        index.close()
-        seeded[name] = (edges, hits)
+    given: list[str] = []
+    with Ahead("mark://demo.world", workers=2) as ahead:
+        _handed_over(ahead, store)
+
+        def taken(path: str) -> Prepared | None:
+            found = ahead.get(path)
+            if found is not None:
+                given.append(path)
+            return found
+
+        seeded = {}
+        for name, prepared in (("here", None), ("ahead", taken)):
+            index = SectionIndex.recreate(tmp_path / f"{name}.sqlite")
+            with GraphStore(None) as graph:
+                seed_graph(graph, store, "mark://demo.world", index=index, prepared=prepared)
+                edges = {p: graph.outgoing("mark://demo.world" + p) for p in store.documents()}
+            hits = [index.search(q, "/", limit=20) for q in ("segment log", "lease heartbeat", "retry backoff")]
+            index.close()
+            seeded[name] = (edges, hits)
+    assert given == store.documents()  # every parse came from the workers, each once
     assert seeded["ahead"] == seeded["here"]
 
 
-def test_when_the_parsing_process_dies_the_seeding_parses_for_itself(tmp_path: Path, caplog):  # type: ignore[no-untyped-def]
-    from demarkus.graph.seed import prepared_aside
+def _die(run: object) -> dict[str, Prepared]:
+    os._exit(3)  # a worker killed part way
 
-    with prepared_aside(tmp_path / "no-such-world") as parsed:
-        assert parsed() == {}
-    assert "parsing beside the load failed (exit code 1); parsing after it" in caplog.text
+
+def _fault(run: object) -> dict[str, Prepared]:
+    raise RuntimeError("a fault in the worker")
+
+
+@pytest.mark.parametrize(("task", "said"), [(_die, "terminated abruptly"), (_fault, "a fault in the worker")])
+def test_when_a_parsing_worker_fails_the_seeding_parses_for_itself(  # type: ignore[no-untyped-def]
+    demo_root: Path, task, said: str, caplog
+) -> None:
+    store = FileStore(demo_root)
+    with Ahead("mark://demo.world", workers=1, task=task) as ahead:
+        _handed_over(ahead, store)
+        assert ahead.get(store.documents()[-1]) is None
+        assert ahead.get(store.documents()[0]) is None
+        with GraphStore(None) as graph:
+            assert seed_graph(graph, store, "mark://demo.world", prepared=ahead.get) == len(store.documents())
+            assert graph.outgoing("mark://demo.world/decisions/adr-0007-segment-log.md")
+    assert "parsing beside the load failed" in caplog.text and said in caplog.text
+
+
+def test_a_document_that_does_not_parse_is_left_to_the_seeding(demo_root: Path) -> None:
+    with Ahead("mark://demo.world", workers=1) as ahead:
+        ahead.submit("/bad.md", {}, b"\xff not UTF-8")
+        ahead.submit("/good.md", {}, b"# Good\n")
+        assert ahead.get("/bad.md") is None
+        good = ahead.get("/good.md")
+        assert good is not None and good.url == "mark://demo.world/good.md"
+        assert ahead.get("/good.md") is None  # each parse is given once

@@ -4,23 +4,24 @@ so backlinks and incoming relations are known before any document was explored.
 Given a section index too, each document the index does not hold at its current version
 is indexed from the same parse as its links: a world load then parses every document once,
 not once for the index and again for the graph (parsing is most of either's cost). That
-parse can also be made ahead, in another process (`prepare_world`, while a world load
-publishes), and is used only for the very body and metadata it was made from.
+parse can also be made ahead, in worker processes (`Ahead`, while a world load publishes),
+and is used only for the very body and metadata it was made from.
 """
 
 from __future__ import annotations
 
 import logging
 import multiprocessing
-import pickle
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager, nullcontext
+import os
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from multiprocessing.connection import Connection
-from pathlib import Path
 
-from ..errors import NotFoundError
+from ..errors import DemarkusError, NotFoundError
 from ..index import Index
 from ..markdown.sections import Outline, Section, outline_from_parse, parse_body
 from ..store import FileStore
@@ -29,6 +30,13 @@ from .observe import Edge, observe_document
 from .store import GraphStore
 
 log = logging.getLogger(__name__)
+
+RUN = 16
+"""Documents per worker task: one pickling round trip a run rather than a document, and
+the first runs are back while the publisher still reads the rest."""
+MAX_WORKERS = 4
+"""Parsing workers at most (one per core up to this): each is a Python interpreter of its
+own, tens of megabytes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,58 +65,104 @@ def prepare(url: str, metadata: Mapping[str, str], body: bytes) -> Prepared:
     return Prepared(url, sha256_tag(body), dict(metadata), outline.sections, edges)
 
 
-@contextmanager
-def prepared_aside(world_dir: Path) -> Iterator[Callable[[], Mapping[str, Prepared]]]:
-    """`prepare_world` in a second process, while this one publishes the world (publishing
-    mostly waits on the disk). The function it yields waits for the parses; when that
-    process cannot start or fails it gives none, and the seeding parses for itself. The
-    process is killed on the way out, whatever happened."""
-    context = multiprocessing.get_context("spawn")  # a fork would copy this process's threads' locks
-    receiver, sender = context.Pipe(duplex=False)
-    process = context.Process(target=send_prepared_world, args=(world_dir, sender), daemon=True)
-    try:
-        process.start()
-    except OSError as exc:
-        log.warning("cannot start a process to parse beside the load (%s); parsing after it", exc)
-    finally:
-        sender.close()  # its end is the child's alone: the child's exit ends the pipe
+Run = tuple[str, str, dict[str, str], bytes]
+"""One document handed to a worker: path, url, metadata, body."""
 
-    def parsed() -> Mapping[str, Prepared]:
-        if process.pid is None:
-            return {}
+
+class Ahead:
+    """Parses made in worker processes while this one publishes a world (a world load):
+    the publisher hands each document over as it reads it (`submit`), in runs of `RUN`
+    documents, and the seeding takes them back by path (`get`) as they arrive, so the
+    seeding starts on the first runs while the last are still being parsed. A parse that
+    does not come (a worker failed, or could not start) is None: the seeding then parses
+    that document itself. Use it as a context manager: the workers stop on the way out."""
+
+    def __init__(
+        self,
+        authority: str,
+        workers: int | None = None,
+        task: Callable[[Sequence[Run]], dict[str, Prepared]] | None = None,
+    ) -> None:
+        """`workers`: processes (one per core, `MAX_WORKERS` at most, when None); `task`:
+        what a worker runs on a run of documents (`prepare_run`; a test gives another)."""
+        self._authority = authority
+        self._workers = workers if workers is not None else min(MAX_WORKERS, _cores())
+        self._task = task if task is not None else prepare_run
+        self._pool: ProcessPoolExecutor | None = None
+        self._run: list[Run] = []
+        self._pending: deque[Future[dict[str, Prepared]]] = deque()
+        self._ready: dict[str, Prepared] = {}
+        self._failed = False
+
+    def __enter__(self) -> Ahead:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def submit(self, path: str, metadata: Mapping[str, str], body: bytes) -> None:
+        """Queue the document at `path` (as its authority will hold it) for parsing."""
+        if self._failed:
+            return
+        self._run.append((path, self._authority + path, dict(metadata), body))
+        if len(self._run) >= RUN:
+            self._send()
+
+    def get(self, path: str) -> Prepared | None:
+        """The parse of the document at `path`, waiting for the runs before it; None when
+        it will not come. Each parse is given once (the seeding visits a path once)."""
+        self._send()
+        while path not in self._ready and self._pending:
+            try:
+                self._ready.update(self._pending.popleft().result())
+            except Exception as exc:  # a dead worker or a fault in one: the seeding parses itself
+                self._fail(f"parsing beside the load failed ({exc or type(exc).__name__}); parsing after it")
+        return self._ready.pop(path, None)
+
+    def close(self) -> None:
+        """Stop the workers; runs not yet started are dropped."""
+        self._pending.clear()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def _send(self) -> None:
+        if not self._run or self._failed:
+            return
+        run, self._run = self._run, []
         try:
-            found: Mapping[str, Prepared] = receiver.recv()
-            return found
-        except (EOFError, OSError, pickle.UnpicklingError):  # it failed and sent nothing
-            process.join(timeout=10)  # it closed its end on the way out
-            log.warning("parsing beside the load failed (exit code %s); parsing after it", process.exitcode)
-            return {}
+            if self._pool is None:
+                # spawn: a fork would copy this process's threads' locks
+                self._pool = ProcessPoolExecutor(self._workers, mp_context=multiprocessing.get_context("spawn"))
+            self._pending.append(self._pool.submit(self._task, run))
+        except (BrokenProcessPool, OSError, RuntimeError) as exc:
+            self._fail(f"cannot parse beside the load ({exc}); parsing after it")
 
+    def _fail(self, message: str) -> None:
+        log.warning("%s", message)
+        self._failed = True
+        self._pending.clear()
+        self._run = []
+
+
+def prepare_run(run: Sequence[Run]) -> dict[str, Prepared]:
+    """`prepare` for each (path, url, metadata, body) of `run`, by path (a worker's task).
+    A document that does not parse is left out: the seeding meets its error itself."""
+    found = {}
+    for path, url, metadata, body in run:
+        try:
+            found[path] = prepare(url, metadata, body)
+        except DemarkusError:
+            continue
+    return found
+
+
+def _cores() -> int:
+    """The cores this process may run on."""
     try:
-        yield parsed
-    finally:
-        receiver.close()
-        if process.pid is not None:
-            process.kill()
-            process.join()
-
-
-def send_prepared_world(world_dir: Path, connection: Connection) -> None:
-    """`prepare_world`, sent over `connection` (a worker process's whole job)."""
-    with connection:
-        connection.send(prepare_world(world_dir))
-
-
-def prepare_world(world_dir: Path) -> dict[str, Prepared]:
-    """Every document of the frozen world at `world_dir`, prepared at its last version as
-    its authority will hold it (runs in a worker process during a world load)."""
-    from ..worlds import open_world  # the worlds package is only needed here
-
-    world = open_world(world_dir)
-    return {
-        doc.path: prepare(world.authority + doc.path, doc.metadata, doc.versions[-1].encode("utf-8"))
-        for doc in world.documents()
-    }
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 def seed_graph(
@@ -117,11 +171,12 @@ def seed_graph(
     authority: str,
     *,
     index: Index | None = None,
-    prepared: Mapping[str, Prepared] | None = None,
+    prepared: Callable[[str], Prepared | None] | None = None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> int:
     """Observe every current, non-archived document as `authority + path` (and bring it
-    into `index`, when given); returns the count. `prepared`: parses made ahead, by path."""
+    into `index`, when given); returns the count. `prepared`: a parse made ahead, by path
+    (`Ahead.get`)."""
     return observe_paths(graph, store, authority, store.documents(), index=index, prepared=prepared, now=now)
 
 
@@ -132,7 +187,7 @@ def observe_paths(
     paths: Iterable[str],
     *,
     index: Index | None = None,
-    prepared: Mapping[str, Prepared] | None = None,
+    prepared: Callable[[str], Prepared | None] | None = None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> int:
     """Observe the documents at `paths` as they are now (an archived or missing one is
@@ -141,7 +196,7 @@ def observe_paths(
     is left to `reconcile`."""
     held = index.indexed_versions() if index is not None else {}
     seen = 0
-    with index.bulk() if index is not None else nullcontext():
+    with index.bulk() if index is not None else nullcontext(), graph.bulk():
         for path in paths:
             url = authority + path
             try:
@@ -152,7 +207,7 @@ def observe_paths(
             if doc.archived:
                 graph.forget(url)
                 continue
-            ready = prepared.get(path) if prepared is not None else None
+            ready = prepared(path) if prepared is not None else None
             if ready is None or (ready.url, ready.content_hash, ready.metadata) != (
                 url,
                 doc.content_hash,

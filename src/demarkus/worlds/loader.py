@@ -28,14 +28,18 @@ async def load_world(
     *,
     token: str | None = None,
     progress: Callable[[int], None] | None = None,
+    read: Callable[[WorldDocument], None] | None = None,
 ) -> LoadReport:
-    """Publish every document of `world`; `progress(n)` is called after each document.
+    """Publish every document of `world`; `read(doc)` is called as each document is read
+    (before it is published), `progress(n)` after each document.
 
     Raises:
         DemarkusError: a publish was refused (the message names the document).
     """
     documents = versions = skipped = 0
     for doc in world.documents():
+        if read is not None:
+            read(doc)
         if await _already_loaded(doc, backend, token):
             skipped += 1
         else:
