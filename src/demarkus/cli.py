@@ -21,14 +21,13 @@ import click
 from . import access, auth
 from .access import hidden_count, hidden_note
 from .backend import Backend
-from .client import Client
 from .errors import BadRequestError, DemarkusError
 from .logs import configure_logging
 from .protocol import Response, normalize_scope, parse_mark_url
 from .service import Service
-from .tls import default_tls_dir, ensure_dev_certificate
 
 if TYPE_CHECKING:
+    from .client import Client
     from .expand.select import Selection
     from .worlds.world import WorldDocument
 
@@ -104,6 +103,8 @@ async def _open(
         return
     if not target.startswith("mark://"):
         raise BadRequestError(f"{target} is not a mark:// URL; pass --root STORE to use a local store")
+    from .client import Client  # QUIC and TLS: imported only by the commands that dial
+
     url = parse_mark_url(target)
     async with Client(url.authority, token=token, ca=ca, insecure=insecure, dial_host=url.host) as client:
         yield client, url.path
@@ -357,6 +358,7 @@ async def _serve(
     service: Service, host: str, port: int, cert: Path | None, key: Path | None, banner: Callable[[str], None]
 ) -> None:
     from .server.quic import MarkServer
+    from .tls import default_tls_dir, ensure_dev_certificate
 
     if cert is None or key is None:
         cert, key = ensure_dev_certificate(default_tls_dir())
@@ -617,6 +619,8 @@ def world_load(
     async def go() -> str:
         if root is not None:
             return await _load_world_here(world_dir, root, token)
+        from .client import Client
+
         assert url is not None
         async with Client(url, token=token, ca=ca, insecure=insecure) as client:
             return await _load_world_into(world_dir, client, token)
@@ -881,6 +885,8 @@ def mcp_command(
             identity = parse_mark_url(authority).authority
         else:
             assert host_url is not None
+            from .client import Client
+
             url = parse_mark_url(host_url)
             client = Client(url.authority, token=token, ca=ca, insecure=insecure)
             backend, identity = client, url.authority
