@@ -137,6 +137,9 @@ class GraphStore:
             if path is not None:
                 self._conn.execute("PRAGMA journal_mode = WAL")
                 self._conn.execute("PRAGMA synchronous = NORMAL")
+                # a write inside `bulk` is a savepoint: its undo pages stay in memory, not
+                # in a temp file (one document's edges each)
+                self._conn.execute("PRAGMA temp_store = MEMORY")
             self._migrate()
         except sqlite3.DatabaseError as exc:
             self._conn.close()
