@@ -672,6 +672,16 @@ def test_a_store_left_part_way_through_a_fill_is_checked_when_opened(tmp_path: P
     assert again.read("/a.md").body == b"# A2\n"
 
 
+def test_a_store_opened_while_another_fills_it_leaves_the_fill_alone(tmp_path: Path) -> None:
+    store = FileStore(tmp_path)
+    with store.filling():
+        store.write("/a.md", b"# A\n", {})
+        other = FileStore(tmp_path)  # a reader started meanwhile: the fill is under way
+        assert (tmp_path / ".demarkus.filling").exists()
+        assert other.read("/a.md").body == b"# A\n"
+    assert not (tmp_path / ".demarkus.filling").exists()
+
+
 def test_a_version_cut_short_by_a_stopped_fill_refuses_the_store(tmp_path: Path) -> None:
     store = FileStore(tmp_path)
     store.write_history("/a.md", [b"# A1\n", b"# A2\n"], {}, 0)

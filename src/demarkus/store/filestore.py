@@ -253,15 +253,17 @@ class FileStore:
     def filling(self) -> Iterator[None]:
         """Fill an empty store (a world load) without a sync per write, and make it durable
         once on the way out, whatever happened: thousands of fsyncs become one `sync`. Until
-        then a marker says the store is being filled, so if the machine stops part way the
-        next open checks every document (`_settle_filling`). A store that already holds
-        documents keeps a sync per write: a power cut must not put them at risk."""
+        then a marker says the store is being filled, locked (flock) while this process
+        fills it, so if the machine stops part way the next open checks every document
+        (`_settle_filling`), and an open meanwhile leaves it alone. A store that already
+        holds documents keeps a sync per write: a power cut must not put them at risk."""
         if not self._durable or self.has_documents("/"):
             yield
             return
         marker = self._root / _FILLING_NAME
         with self._write_lock():
-            marker.write_bytes(b"")
+            held = os.open(marker, os.O_RDWR | os.O_CREAT, 0o644)
+            fcntl.flock(held, fcntl.LOCK_EX)
             layout.fsync_dir(self._root)
             self._durable = False
         try:
@@ -272,6 +274,7 @@ class FileStore:
                 os.sync()
                 marker.unlink(missing_ok=True)
                 layout.fsync_dir(self._root)
+                os.close(held)
 
     def resolve_hash(self, content_hash: str) -> str | None:
         """The path of a current, non-archived document whose body has this hash."""
@@ -571,8 +574,22 @@ class FileStore:
             IntegrityError: a document does not verify (the message says what to do).
         """
         marker = self._root / _FILLING_NAME
-        if not marker.exists():
+        try:
+            held = os.open(marker, os.O_RDWR | os.O_NOFOLLOW)
+        except FileNotFoundError:
             return
+        try:
+            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # a fill is under way, in this process or another
+            os.close(held)
+            return
+        try:
+            self._check_filled(marker)
+        finally:
+            os.close(held)
+
+    def _check_filled(self, marker: Path) -> None:
+        """`_settle_filling` once no process fills the store: check, then drop the marker."""
         os.sync()
         documents = self.documents()
         for path in documents:
