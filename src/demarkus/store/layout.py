@@ -332,15 +332,20 @@ def replace_version(loc: Location, number: int, raw: bytes) -> None:
 
 
 def swap_current(loc: Location, number: int, *, sync: bool = True) -> None:
-    """Point the current symlink at `number` atomically (temp symlink, then rename), made
-    to survive a power cut unless `sync` is False."""
-    temp = loc.directory / f"{TEMP_PREFIX}{loc.name}.{uuid.uuid4().hex}.link"
-    os.symlink(f"{VERSIONS}/{loc.name}.v{number}", temp)
+    """Point the current symlink at `number` atomically, made to survive a power cut
+    unless `sync` is False. A first link is made in place (symlink(2) makes it whole or
+    not at all); one that exists is replaced through a temp symlink and a rename."""
+    target = f"{VERSIONS}/{loc.name}.v{number}"
     try:
-        os.replace(temp, loc.file)
-    except OSError:
-        os.unlink(temp)
-        raise
+        os.symlink(target, loc.file)
+    except FileExistsError:
+        temp = loc.directory / f"{TEMP_PREFIX}{loc.name}.{uuid.uuid4().hex}.link"
+        os.symlink(target, temp)
+        try:
+            os.replace(temp, loc.file)
+        except OSError:
+            os.unlink(temp)
+            raise
     if sync:
         fsync_dir(loc.directory)
 
