@@ -682,6 +682,18 @@ def test_a_store_opened_while_another_fills_it_leaves_the_fill_alone(tmp_path: P
     assert not (tmp_path / ".demarkus.filling").exists()
 
 
+def test_a_second_fill_of_a_store_being_filled_writes_as_usual(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    first = FileStore(tmp_path)
+    with first.filling():
+        second = FileStore(tmp_path)
+        events = _count_syncs(monkeypatch)
+        with second.filling():  # the first fill holds the marker: no wait, no second marker
+            second.write("/b.md", b"# B\n", {})
+        assert "sync" not in events and events.count("fsync") >= 2
+        assert (tmp_path / ".demarkus.filling").exists()
+    assert not (tmp_path / ".demarkus.filling").exists()
+
+
 def test_a_version_cut_short_by_a_stopped_fill_refuses_the_store(tmp_path: Path) -> None:
     store = FileStore(tmp_path)
     store.write_history("/a.md", [b"# A1\n", b"# A2\n"], {}, 0)

@@ -263,9 +263,17 @@ class FileStore:
         marker = self._root / _FILLING_NAME
         with self._write_lock():
             held = os.open(marker, os.O_RDWR | os.O_CREAT, 0o644)
-            fcntl.flock(held, fcntl.LOCK_EX)
-            layout.fsync_dir(self._root)
-            self._durable = False
+            try:
+                fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:  # another process fills it: write as usual, synced
+                os.close(held)
+                held = -1
+            else:
+                layout.fsync_dir(self._root)
+                self._durable = False
+        if held < 0:
+            yield
+            return
         try:
             yield
         finally:
