@@ -153,3 +153,40 @@ def test_world_load_publishes_every_version_and_refuses_a_tampered_world(tmp_pat
     refused = cli("world", "load", str(tampered), "--root", str(tmp_path / "other"))
     assert refused.returncode != 0
     assert "corpus.jsonl" in refused.stderr and "sha256" in refused.stderr
+
+
+def test_a_world_load_killed_part_way_leaves_a_store_that_is_checked_and_kept(tmp_path: Path, caplog) -> None:  # type: ignore[no-untyped-def]
+    import signal
+    import subprocess
+    import time
+
+    from demarkus.store import FileStore
+
+    from ..conftest import PEPS_WORLD
+
+    if not PEPS_WORLD.is_dir():
+        pytest.skip(f"the PEPs world is not at {PEPS_WORLD}")
+    root = tmp_path / "store"
+    versions = root / "peps" / "versions"
+    load = subprocess.Popen(
+        [*DEMARKUS, "world", "load", str(PEPS_WORLD), "--root", str(root)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (versions.is_dir() and len(os.listdir(versions)) >= 200):  # part way
+            assert load.poll() is None, "the load ended before it could be stopped"
+            assert time.monotonic() < deadline, "the load wrote nothing in a minute"
+            time.sleep(0.01)
+        os.killpg(load.pid, signal.SIGKILL)  # no clean-up: the marker stays, unlocked
+    finally:
+        load.wait(timeout=30)
+    assert (root / ".demarkus.filling").exists()
+    store = FileStore(root)
+    assert not (root / ".demarkus.filling").exists()
+    assert "was being filled when it stopped" in caplog.text
+    documents = store.documents()
+    assert 0 < len(documents) < 736
+    assert all(store.verify(path) is None for path in documents)
