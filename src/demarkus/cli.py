@@ -29,7 +29,7 @@ from .service import Service
 if TYPE_CHECKING:
     from .client import Client
     from .expand.select import Selection
-    from .worlds.world import WorldDocument
+    from .worlds.world import World, WorldDocument
 
 T = TypeVar("T")
 LOCAL_AUTHORITY = "mark://localhost"
@@ -549,18 +549,17 @@ def token_revoke(label: str, tokens_file: Path) -> None:
 # --- world ------------------------------------------------------------------------------
 
 
-async def _load_world_here(world_dir: Path, root: Path, token: str | None) -> str:
+async def _load_world_here(frozen: World, root: Path, token: str | None) -> str:
     """`world load --root`: publish every version while worker processes parse each
     document's last one, then seed the graph (where `demarkus mcp --root` looks for it)
     and the section index from those parses."""
     from .graph import GraphStore
     from .graph.seed import Ahead, seed_graph
     from .graph.store import default_graph_path
-    from .worlds import open_world
 
     root.mkdir(parents=True, exist_ok=True)
     service = Service.open(root, trusted=True)
-    authority = open_world(world_dir).authority
+    authority = frozen.authority
     graph_path = default_graph_path(root, authority)
     graph_path.parent.mkdir(parents=True, exist_ok=True)
     with Ahead(authority) as ahead, service.deferred_index(), GraphStore(graph_path) as graph:
@@ -569,7 +568,7 @@ async def _load_world_here(world_dir: Path, root: Path, token: str | None) -> st
             ahead.submit(doc.path, doc.metadata, doc.versions[-1].encode("utf-8"))
 
         with service.store.filling():  # an empty store is made durable once, at the end
-            message = await _load_world_into(world_dir, service, token, read=hand_over)
+            message = await _load_world_into(frozen, service, token, read=hand_over)
         count = seed_graph(graph, service.store, authority, index=service.index, prepared=ahead.get)
     if service.index is not None:
         service.index.optimize()  # a bulk load: one merge makes every later search faster
@@ -584,15 +583,15 @@ def world() -> None:
 
 
 async def _load_world_into(
-    world_dir: Path, backend: Backend, token: str | None, read: Callable[[WorldDocument], None] | None = None
+    frozen: World, backend: Backend, token: str | None, read: Callable[[WorldDocument], None] | None = None
 ) -> str:
+    """Publish every version of the opened world `frozen` through `backend`, with a
+    progress bar; the summary line."""
     from rich.console import Console
     from rich.progress import Progress
 
-    from .worlds import open_world
     from .worlds.loader import load_world
 
-    frozen = open_world(world_dir)
     with Progress(transient=not sys.stderr.isatty(), console=Console(stderr=True)) as bar:
         task = bar.add_task(f"loading {frozen.id}", total=frozen.documents_count)
         report = await load_world(frozen, backend, token=token, progress=lambda n: bar.advance(task, n), read=read)
@@ -617,13 +616,16 @@ def world_load(
         raise click.UsageError("give exactly one of --root STORE or --url mark://host")
 
     async def go() -> str:
+        from .worlds import open_world
+
+        frozen = open_world(world_dir)  # checks the fingerprints: hashes the whole corpus
         if root is not None:
-            return await _load_world_here(world_dir, root, token)
+            return await _load_world_here(frozen, root, token)
         from .client import Client
 
         assert url is not None
         async with Client(url, token=token, ca=ca, insecure=insecure) as client:
-            return await _load_world_into(world_dir, client, token)
+            return await _load_world_into(frozen, client, token)
 
     click.echo(_run(go()), err=True)
 
@@ -789,7 +791,7 @@ def demo(host: str, port: int, workdir: Path, log_json: bool) -> None:
     frozen = open_world(demo_world_path())
     service = Service.open(root, trusted=True)
     with service.deferred_index():
-        message = _run(_load_world_into(demo_world_path(), service, None))
+        message = _run(_load_world_into(frozen, service, None))
     click.echo(message, err=True)
     read_only = Service(service.store, index=service.index)  # untrusted: public reads, no writes
 
