@@ -15,9 +15,10 @@ LOOKUP's default limit of rows, ids and scores only (no snippets, no re-ranking)
 * **build**: the baseline parses every current document and fills its table;
   `index.rebuild` (what `demarkus index rebuild` runs) reads the store, parses and fills
   the index. For the generated world both take the documents from memory.
-* **world load** (PEPs only, one run): `demarkus world load` as a subprocess (every
-  version into the store, then the index), against the baseline build of the current
-  versions.
+* **world load** (PEPs only): `demarkus world load` as a subprocess (every version into
+  a fresh store, the index and the graph), against the baseline build of the current
+  versions; one load per build round, in turns with the builds, ratio of medians (one
+  load alone swung from 1.6 to 2.6 times the build with what else the machine did).
 * **lookup**: body-match LOOKUP in process (`Service.handle`, PEPs) and the index's
   `search` (both worlds) against the baseline query, query by query alternately, over
   several rounds; ratios of medians. On PEPs also the world's own questions (a dozen
@@ -35,6 +36,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from pathlib import Path
 
 from demarkus.catalog import DEFAULT_LIMIT, derive_title, parse_tags
@@ -154,14 +156,19 @@ def run_peps(work: Path, world: Path, rounds: int, build_rounds: int) -> tuple[d
     root = work / "peps"
     env = common.bench_env(work / "home")
     print(f"loading {world} ...", file=sys.stderr, flush=True)
-    _, load_s, load_busy = busy_cores(lambda: common.load_world(world, root, env))
+    _, first_load_s, first_busy = busy_cores(lambda: common.load_world(world, root, env))
     documents = current_documents(root)
     bare_path = work / "bare-peps.sqlite"
     builds: dict[str, list[float]] = {"bare": [], "rebuild": []}
+    loads, load_busy = [first_load_s], [first_busy]
     rows = 0
-    for _ in range(build_rounds):
+    for turn in range(build_rounds):
         seconds, rows = bare_build(bare_path, documents)
         builds["bare"].append(seconds)
+        if turn > 0:  # the first load (above) made the store the lookups below read
+            _, seconds, busy = busy_cores(partial(common.load_world, world, work / f"load-{turn}", env))
+            loads.append(seconds)
+            load_busy.append(busy)
         index = SectionIndex.recreate(work / "rebuild.sqlite")
         try:
             started = time.perf_counter()
@@ -172,6 +179,7 @@ def run_peps(work: Path, world: Path, rounds: int, build_rounds: int) -> tuple[d
             index.close()
     bare_s = statistics.median(builds["bare"])
     rebuild_s = statistics.median(builds["rebuild"])
+    load_s = statistics.median(loads)
 
     service = Service.open(root)
     index = service.index
@@ -208,6 +216,7 @@ def run_peps(work: Path, world: Path, rounds: int, build_rounds: int) -> tuple[d
         },
         "world_load": {
             "seconds": round(load_s, 3),
+            "rounds_s": [round(v, 3) for v in loads],
             "background_cores": load_busy,
             "ratio": ratio(load_s, bare_s),
         },
@@ -310,7 +319,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--docs", type=int, default=10_000, help="generated documents (about 10 sections each)")
     parser.add_argument("--sections", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=7, help="lookup rounds over every query")
-    parser.add_argument("--build-rounds", type=int, default=3, help="peps builds per arm")
+    parser.add_argument("--build-rounds", type=int, default=3, help="peps builds (and world loads) per arm")
     parser.add_argument("--skip-peps", action="store_true")
     parser.add_argument("--skip-generated", action="store_true")
     parser.add_argument("--quick", action="store_true", help="smoke run: 1,000 generated documents, 2 rounds")
