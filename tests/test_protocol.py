@@ -19,6 +19,7 @@ from demarkus.protocol import (
     encode_response,
     encode_row_etags,
     error_response,
+    parse_informative,
     parse_mark_url,
     parse_request,
     parse_response,
@@ -251,3 +252,13 @@ def test_row_etags_keep_whole_pairs_within_their_bound() -> None:
 @pytest.mark.parametrize("value", [None, "", "not json", "[1, 2]", '"x"', '{"/a.md": 3}'])
 def test_a_missing_or_malformed_row_etags_names_nothing(value: str | None) -> None:
     assert parse_row_etags(value) == {}
+
+
+def test_informative_reads_held_over_asked() -> None:
+    assert parse_informative("1/8") == (1, 8)
+    assert parse_informative("0/0") == (0, 0)
+
+
+@pytest.mark.parametrize("value", [None, "", "3", "9/8", "-1/8", "1/x", "1/8/2", " 1/8"])
+def test_a_missing_or_malformed_informative_is_none(value: str | None) -> None:
+    assert parse_informative(value) is None

@@ -354,6 +354,16 @@ async def test_row_etags_name_the_rows_then_the_readable_documents_they_relate_t
     assert etags(reader) == {"/notes/new.md": new, "/notes/old.md": old, "/private/older.md": secret}
 
 
+async def test_a_body_lookup_says_how_much_of_the_query_its_best_row_holds(backend: Backend, tokens: Tokens):
+    for i in range(12):  # filler, so that "notes" is common and the rest are informative
+        await backend.publish(f"/n/{i}.md", f"# Note {i}\n\nPlain notes, number {i}.\n", token=tokens.writer)
+    await backend.publish("/n/q.md", "# Q\n\n## Raft\n\nThe quorum of notes needs a zorbex.\n", token=tokens.writer)
+    answer = await backend.lookup("/", "quorum zorbex notes kafka", match="body")
+    assert answer.metadata["informative"] == "2/3"  # quorum and zorbex; kafka is in no row
+    assert "informative" not in (await backend.lookup("/", "quorum")).metadata  # the catalog
+    assert "informative" not in (await backend.lookup("/", "kafka", match="body")).metadata  # no rows
+
+
 async def test_a_full_disk_or_a_fault_in_a_write_is_answered_and_the_service_keeps_serving(
     service: Service,
     tokens: Tokens,

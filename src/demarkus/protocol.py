@@ -72,6 +72,10 @@ holding a document with that etag uses it without asking for it again; an author
 does not know the key sends none, and the caller asks with `if-none-match` as before."""
 MAX_ROW_ETAGS_BYTES = 16 * 1024
 """The row etags an answer carries, as JSON: the first documents, whole pairs only."""
+INFORMATIVE = "informative"
+"""LOOKUP answer key of a body match with rows, `held/asked`: of the query's informative
+words (those in at most a fifth of the index's rows), how many the best row holds, and how
+many the query has. A budgeted lookup prints no evidence for a weak match."""
 
 MAX_PUBLISHER_KEYS = 50
 MAX_PUBLISHER_BYTES = 1024
@@ -646,6 +650,15 @@ def encode_row_etags(etags: Mapping[str, str]) -> str:
             break
         kept[path] = etag
     return json.dumps(kept, separators=(",", ":"))
+
+
+def parse_informative(value: str | None) -> tuple[int, int] | None:
+    """The `informative` of a LOOKUP answer as (held, asked); None when absent or malformed
+    (an authority that does not send it is never judged weak)."""
+    held, slash, asked = (value or "").partition("/")
+    if not slash or not held.isdigit() or not asked.isdigit() or int(held) > int(asked):
+        return None
+    return int(held), int(asked)
 
 
 def parse_row_etags(value: str | None) -> dict[str, str]:

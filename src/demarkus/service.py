@@ -42,6 +42,7 @@ from .errors import (
 from .index import Index, SectionIndex, content_words, reconcile
 from .markdown import PREFERRED, parse_relations
 from .protocol import (
+    INFORMATIVE,
     MAX_BODY,
     MAX_QUERY_TERMS,
     ROW_ETAGS,
@@ -677,6 +678,9 @@ class Service(VerbMethods):
             hits = self.index.search(query, scope, limit=limit, flt=flt, visible=visible)
             rows = [LookupRow(h.path, h.importance, h.title, h.tags, h.anchor, h.heading, h.snippet) for h in hits]
             out = {"matches": str(len(rows)), "match": "body"}
+            if hits:
+                held, asked = hits[0].informative
+                out[INFORMATIVE] = f"{held}/{asked}"
         else:
             entries = self.catalog.search(terms, scope, flt, limit, visible)
             rows = [LookupRow(e.path, e.importance, e.title, e.tags) for e in entries]

@@ -31,6 +31,7 @@ CALLS = [
     ("mark_versions", {"url": "/operations/retention.md"}),
     ("mark_fetch", {"url": "/nowhere.md"}),
     ("mark_backlinks", {"url": "/runbooks/verify-cluster-health.md"}),
+    ("mark_lookup", {"query": "kafka zookeeper broker topic partitions", "match": "body", "limit": 3, "budget": 1500}),
 ]
 
 
@@ -56,6 +57,12 @@ async def test_stdio_server_over_quic_answers_like_the_in_process_server(demo_ro
             local_texts = [await call(local, tool, **args) for tool, args in CALLS]
     assert remote_texts == local_texts
     assert remote_texts[0][0].count(">>> ") >= 2
+    weak, _ = remote_texts[-1]  # a weak match over QUIC: the authority's `informative` reached the tool
+    assert weak.endswith(
+        "\n\n>>> note: weak match: the best row holds 1 of the query's 5 informative words; "
+        "no evidence printed (the documents may not hold the answer: fetch a row to check, "
+        "or ask with other words)\n"
+    )
 
 
 @pytest.mark.skipif(not INSPECTOR.exists(), reason="scripts/bootstrap installs the MCP Inspector")

@@ -14,7 +14,7 @@ from demarkus.errors import NotFoundError, TransportError
 from demarkus.expand import frames
 from demarkus.expand.document import MAX_FETCHES, Fetched
 from demarkus.expand.ledger import MAX_RELATED, Action
-from demarkus.expand.select import Selection, expand, select_evidence
+from demarkus.expand.select import Selection, expand, select_evidence, weak
 from demarkus.expand.table import Table
 from demarkus.mcp.text import envelope
 from demarkus.render import LookupRow, render_lookup
@@ -50,12 +50,19 @@ def head_for(rows: list[tuple[str, str]], query: str = "q") -> str:
     return envelope("ok", {"matches": str(len(rows)), "match": "body"}, table, keys=("matches", "match"))
 
 
-def run(world: World, rows: list[tuple[str, str]], budget: int, query: str = "q") -> tuple[str, Selection, list[str]]:
+def run(
+    world: World,
+    rows: list[tuple[str, str]],
+    budget: int,
+    query: str = "q",
+    informative: tuple[int, int] | None = None,
+) -> tuple[str, Selection, list[str]]:
     log: list[str] = []
     head = head_for(rows, query)
     table = Table.parse(head)
     assert table is not None
-    selection = asyncio.run(select_evidence(head, table.rows, query, budget, lambda loc: world.fetch(loc, log)))
+    fetch = lambda loc: world.fetch(loc, log)  # noqa: E731
+    selection = asyncio.run(select_evidence(head, table.rows, query, budget, fetch, informative))
     return head, selection, log
 
 
@@ -352,6 +359,45 @@ def test_a_tight_budget_where_only_the_table_fits_says_so_with_both_numbers():
         f"\n>>> note: the table alone is {table_tokens} tokens, over the budget of {table_tokens - 5}; raise the budget to "
     )
     assert "or fetch /adr/7.md" in selection.text
+
+
+@pytest.mark.parametrize(
+    "informative, is_weak",
+    [((1, 8), True), ((0, 2), True), ((1, 2), True), ((2, 8), False), ((0, 1), False), ((0, 0), False), (None, False)],
+)
+def test_a_match_is_weak_when_its_best_row_holds_at_most_one_of_several_informative_words(
+    informative: tuple[int, int] | None, is_weak: bool
+):
+    assert weak(informative) is is_weak
+
+
+def test_a_weak_match_prints_the_table_and_one_note_and_fetches_nothing():
+    rows = [("/adr/7.md", ""), ("/adr/3.md", "")]
+    head, selection, log = run(CHAIN, rows, 1500, informative=(1, 8))
+    assert selection.text == (
+        "\n>>> note: weak match: the best row holds 1 of the query's 8 informative words; no evidence printed "
+        "(the documents may not hold the answer: fetch a row to check, or ask with other words)\n"
+    )
+    assert log == [] and selection.fetched == ()
+    assert [d.action for d in selection.decisions] == [Action.TABLE, Action.NOTE]
+    assert count_tokens(head + selection.text) == sum(d.tokens for d in selection.decisions) <= 1500
+    strong = run(CHAIN, rows, 1500, informative=(2, 8))[1]
+    assert strong.fetched and ">>> /adr/7.md/v3" in strong.text
+
+
+def test_a_weak_match_whose_note_does_not_fit_prints_the_table_alone():
+    rows = [("/adr/7.md", "")]
+    head = head_for(rows)
+    _, selection, log = run(CHAIN, rows, count_tokens(head) + 5, informative=(0, 4))
+    assert selection.text == "" and log == []
+    assert [d.action for d in selection.decisions] == [Action.TABLE, Action.DROP]
+
+
+def test_a_weak_match_whose_table_is_over_the_budget_says_so_as_any_table_does():
+    rows = [("/adr/7.md", "")]
+    head = head_for(rows)
+    _, selection, _ = run(CHAIN, rows, count_tokens(head) - 5, informative=(1, 8))
+    assert selection.text.startswith("\n>>> note: the table alone is ")
 
 
 def test_nested_rows_coalesce_into_one_copy_of_each_byte_range():

@@ -28,6 +28,7 @@ from demarkus import auth
 from demarkus.expand import frames
 from demarkus.gateway import create_app
 from demarkus.gateway.qualify import strip_world
+from demarkus.gateway.tools import strongest
 from demarkus.index.query import content_words
 from demarkus.tokens import count_tokens
 from demarkus.worlds import demo_world_path
@@ -266,3 +267,29 @@ async def test_budgeted_lookups_through_the_gateway_list_their_decisions(demo_ro
         assert f"; used {spent} of 700 tokens\n" in text and count_tokens(text) == spent <= 700
         assert any(d["location"].startswith("mark://demo/") for d in decisions)
     assert "demarkus/decisions" not in (plain.meta or {})
+
+
+async def test_lookup_all_prints_no_evidence_only_when_every_worlds_match_is_weak(demo_root: Path, peps_root: Path):
+    config = make_config(
+        {"demo": {"root": demo_root}, "peps": {"root": peps_root}},
+        {"agent": {"token": TOKEN, "read": ["demo", "peps"]}},
+    )
+    weak_everywhere = {"query": "kafka zookeeper broker topic partitions", "match": "body", "limit": 3, "budget": 1500}
+    strong_in_demo = {**weak_everywhere, "query": "lease heartbeat interval"}
+    async with serving(create_app(config)) as app, session(app, TOKEN, mode="legacy") as client:
+        weak, weak_error = await call(client, "mark_lookup_all", **weak_everywhere)
+        strong, strong_error = await call(client, "mark_lookup_all", **strong_in_demo)
+    assert not weak_error and not strong_error
+    assert weak.endswith(
+        " informative words; no evidence printed (the documents may not hold the answer: "
+        "fetch a row to check, or ask with other words)\n"
+    )
+    assert "\n>>> mark://" not in weak
+    assert "\n>>> mark://demo/" in strong and "weak match" not in strong
+
+
+def test_the_worlds_match_is_the_strongest_of_their_answers():
+    assert strongest([(1, 5), (1, 4)]) == (1, 5)
+    assert strongest([(1, 3), (2, 2)]) == (2, 2)
+    assert strongest([(1, 5), None]) is None  # a world that sent none is never judged weak
+    assert strongest([]) is None

@@ -150,6 +150,17 @@ def test_words_found_nowhere_or_everywhere_do_not_hide_the_others(index: Section
     assert where(index.search("lorem zorbex", "/", limit=1)) == [("/z.md", "part")]
 
 
+def test_each_hit_says_how_many_of_the_querys_informative_words_it_holds(index: SectionIndex) -> None:
+    fill(index)  # "lorem" is in most rows: common, so not informative; unknown words are
+    put(index, "/z.md", "# Z\n\n## Part\n\nThe zorbex of lorem beside a quetzal.\n\n## Other\n\nA zorbex.\n")
+    hits = index.search("zorbex quetzal lorem neverseenword", "/", limit=3)
+    assert [(hit.path, hit.anchor, hit.informative) for hit in hits[:2]] == [
+        ("/z.md", "part", (2, 3)),
+        ("/z.md", "other", (1, 3)),
+    ]
+    assert hits[2].informative == (0, 3)  # a filler row that holds only "lorem"
+
+
 def test_a_term_left_out_of_the_engine_query_still_counts_where_it_is_found(index: SectionIndex) -> None:
     fill(index)  # "lorem" is in most rows: common, so only coverage asks for it
     put(index, "/both.md", "# B\n\n## Part\n\nThe zorbex beside lorem.\n")

@@ -20,6 +20,11 @@ CASES = [
     ("lookup-body", "mark_lookup", {"query": "learner catch up rate promoted voter", "match": "body", "limit": 5}),
     ("lookup-budget", "mark_lookup", {"query": "lease heartbeat interval", "match": "body", "limit": 3, "budget": 600}),
     (
+        "lookup-budget-weak",
+        "mark_lookup",
+        {"query": "kafka zookeeper broker topic partitions", "match": "body", "limit": 3, "budget": 1500},
+    ),
+    (
         "lookup-budget-readme",
         "mark_lookup",
         {"query": "restore snapshot quorum check", "url": "/runbooks", "match": "body", "limit": 2, "budget": 700},

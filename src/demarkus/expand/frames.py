@@ -12,6 +12,7 @@ After the table, every line that starts with `>>> ` is a frame:
 >>> note: did not fit: /d.md#x (~120 tokens) +2 more  what did not fit, with its size
 >>> note: fetch limit of 10 documents reached; 2 not fetched
 >>> note: expanded 2 of 3 rows and 1 related document; used 1432 of 1500 tokens
+>>> note: weak match: the best row holds 1 of ...  the only line after a weak match's table
 >>> note: ...                                         any other note (a failed fetch, a missing anchor)
 ```
 Inside a block, `[…]` stands where text of its section is left out, `[#anchor shown
@@ -217,6 +218,13 @@ def omitted(labels: Sequence[str], count: int) -> str:
     else:
         items = f"{more} block{'s' if more != 1 else ''}"
     return note(f"did not fit: {items}")
+
+
+def weak_match(held: int, asked: int) -> str:
+    return note(
+        f"weak match: the best row holds {held} of the query's {asked} informative words; "
+        "no evidence printed (the documents may not hold the answer: fetch a row to check, or ask with other words)"
+    )
 
 
 def fetch_limit(limit: int, not_fetched: int) -> str:

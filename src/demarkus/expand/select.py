@@ -2,7 +2,7 @@
 function.
 
 One budget (o200k_base tokens) covers the whole result, the table included. When the
-table leaves no room, one note says so. Otherwise, in turn:
+table leaves no room, or the match is weak (`weak`), one note says so. Otherwise, in turn:
 
 1. the rows, in rank order (`rows.py`), with room kept for the hop;
 2. the one typed hop: up to MAX_RELATED related documents (`hop.py`);
@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..index.query import content_words
+from . import frames
 from .document import MAX_FETCHES, Fetcher, FetchFn
 from .hop import Hop
 from .ledger import MAX_RELATED, Action, Decision, Ledger, Tally, size
@@ -44,8 +45,27 @@ class Selection:
     """Every include and skip, in order; those spent add up to the closing count."""
 
 
-async def select_evidence(head: str, rows: Sequence[TableRow], query: str, budget: int, fetch: FetchFn) -> Selection:
-    """Choose the evidence to append after `head` (envelope + table, whose rows are `rows`)."""
+def weak(informative: tuple[int, int] | None) -> bool:
+    """Whether a body match is weak: its best row holds at most one of the query's
+    informative words (`protocol.INFORMATIVE`: held, asked) while the query has more. One
+    word in common is a coincidence of vocabulary; two that meet in one section are a
+    subject. For a question about something the documents do not hold, the table is all
+    that is worth its tokens."""
+    return informative is not None and informative[0] <= 1 < informative[1]
+
+
+async def select_evidence(
+    head: str,
+    rows: Sequence[TableRow],
+    query: str,
+    budget: int,
+    fetch: FetchFn,
+    informative: tuple[int, int] | None = None,
+) -> Selection:
+    """Choose the evidence to append after `head` (envelope + table, whose rows are `rows`);
+    `informative`: the lookup answer's (held, asked), when it sent one."""
+    if informative is not None and weak(informative) and size(head) <= budget:
+        return _weak_match(head, budget, rows, informative)
     terms = content_words(query)
     fetcher = Fetcher(fetch)
     # related documents fetch too: reserve the note whenever rows and hops could pass the limit
@@ -82,6 +102,20 @@ async def expand(head: str, query: str, budget: int, fetch: FetchFn) -> str:
         return ""
     table = Table.parse(head)
     return (await select_evidence(head, table.rows if table else (), query, budget, fetch)).text
+
+
+def _weak_match(head: str, budget: int, rows: Sequence[TableRow], informative: tuple[int, int]) -> Selection:
+    """One note instead of evidence, nothing fetched (the note is dropped when it does not
+    fit beside the table)."""
+    note = "\n" + frames.weak_match(*informative)
+    head_tokens, whole = size(head), size(head + note)
+    decisions = [Decision("", head_tokens, Action.TABLE, f"the envelope and the table of {len(rows)} rows")]
+    if whole > budget:
+        decisions.append(Decision("", size(note), Action.DROP, "the table fits and leaves no room even for this note"))
+        note = ""
+    else:  # what the note adds to the text: the decisions add up to the tokens printed
+        decisions.append(Decision("", whole - head_tokens, Action.NOTE, "a weak match: no evidence is printed"))
+    return Selection(note, (), (), 0, (), 0, tuple(decisions))
 
 
 async def _table_too_large(

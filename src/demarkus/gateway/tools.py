@@ -32,7 +32,7 @@ merged table and fetching through the same resolver with the caller's tokens.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Annotated
 
@@ -48,13 +48,21 @@ from ..expand.table import Table, TableRow
 from ..mcp.server import lookup_result, tool_errors
 from ..mcp.text import envelope
 from ..mcp.tools import Target, ToolFailure, Tools, catalog_reason, check_lookup_arguments
-from ..protocol import Response, Status, normalize_scope
+from ..protocol import INFORMATIVE, Response, Status, normalize_scope, parse_informative
 from ..render import escape_cell, render_lookup
 from .qualify import qualify_versions, world_of, world_prefix
 from .resolver import GatewayResolver
 
 ALL_KEYS = ("worlds", "succeeded", "failed", "matches", "match")
 WORLDS_KEYS = ("worlds",)
+
+
+def strongest(informative: Sequence[tuple[int, int] | None]) -> tuple[int, int] | None:
+    """The worlds' answers' `informative` taken together: the one whose best row holds the
+    most; None when a world sent none (an answer is judged weak only when every world's is)."""
+    if not informative or any(item is None for item in informative):
+        return None
+    return max((item for item in informative if item is not None), key=lambda item: item[0])
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +151,7 @@ class GatewayTools(Tools):
         catalog_only: list[str] = []
         hidden: dict[str, int] = {}
         current: dict[str, str] = {}
+        informative: list[tuple[int, int] | None] = []
         carried = True
         for world, target, answer in zip(worlds, targets, answers, strict=True):
             if isinstance(answer, str):
@@ -153,6 +162,7 @@ class GatewayTools(Tools):
                 failures.append((world, "the world answered without a lookup table"))
                 continue
             tables[world] = table
+            informative.append(parse_informative(answer.metadata.get(INFORMATIVE)))
             current.update(self._etags(target, answer))
             if hidden_count(answer.metadata):
                 hidden[world] = hidden_count(answer.metadata)
@@ -198,7 +208,9 @@ class GatewayTools(Tools):
         if budget <= 0:
             return result, None
         # The same selection Tools.lookup runs, fetching with this caller's resolver.
-        selection = await select_evidence(result, merged.rows, query, budget, self._fetcher(current))
+        selection = await select_evidence(
+            result, merged.rows, query, budget, self._fetcher(current), strongest(informative)
+        )
         return result + selection.text, selection
 
     async def _lookup_one(

@@ -40,6 +40,9 @@ class SectionHit:
     snippet: str
     """One line, at most 240 bytes of UTF-8, no highlighting markup."""
     score: float
+    informative: tuple[int, int] = (0, 0)
+    """Of the query's informative words (`query.informative`), how many the row holds and
+    how many the query has: how much of what was asked the row is about."""
 
 
 class Index(Protocol):

@@ -52,6 +52,7 @@ __all__ = [
     "content_words",
     "coordination",
     "idf",
+    "informative",
     "match_all",
     "match_any",
     "prior",
@@ -361,6 +362,14 @@ def rank(
     scored = [(float(f"{value:.12g}"), c) for value, c in raw]
     scored.sort(key=lambda sc: (-sc[0], sc[1].path, sc[1].anchor))
     return scored if limit is None else scored[:limit]
+
+
+def informative(rows: int, counts: Mapping[int, int], terms: int, ranking: Ranking = DEFAULT_RANKING) -> frozenset[int]:
+    """Indexes of the query terms that are not common (in at most `Ranking.common_share` of
+    all rows, none included): the words that say what a question is about, where the
+    common ones say how it is asked."""
+    most = ranking.common_share * rows
+    return frozenset(i for i in range(terms) if counts.get(i, 0) <= most)
 
 
 def term_weights(rows: int, counts: Mapping[int, int], terms: int) -> list[float]:

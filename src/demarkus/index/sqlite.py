@@ -60,6 +60,7 @@ from .query import (
     Ranking,
     WordBounds,
     content_words,
+    informative,
     match_all,
     match_any,
     quote,
@@ -500,6 +501,7 @@ class SectionIndex:
                 self.ranking,
                 limit=limit,
             )
+            telling = informative(rows, counts, len(terms), self.ranking)
             snippets = self._snippets(snap, terms, [c.key for _, c in ranked])
             documents = self._documents_for(snap, {c.path for _, c in ranked})
         hits = []
@@ -516,6 +518,7 @@ class SectionIndex:
                     importance=doc.importance,
                     snippet=snippets.get(row.key, ""),
                     score=value,
+                    informative=(len(candidate.matched & telling), len(telling)),
                 )
             )
         return hits

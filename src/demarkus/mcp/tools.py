@@ -31,7 +31,7 @@ from ..graph.card import (
     render_siblings_unavailable,
 )
 from ..markdown import extract_links, opening_paragraph, outline_text, parse_outline
-from ..protocol import ROW_ETAGS, Response, Status, parse_row_etags
+from ..protocol import INFORMATIVE, ROW_ETAGS, Response, Status, parse_informative, parse_row_etags
 from .text import (
     FETCH_KEYS,
     FETCH_VERBOSE_KEYS,
@@ -311,7 +311,9 @@ class Tools:
         if budget <= 0 or table is None:
             return text, None
         # The budget covers the whole result: envelope and table included.
-        selection = await select_evidence(text, table.rows, query, budget, self._fetcher(self._etags(target, response)))
+        informative = parse_informative(response.metadata.get(INFORMATIVE))
+        fetcher = self._fetcher(self._etags(target, response))
+        selection = await select_evidence(text, table.rows, query, budget, fetcher, informative)
         return text + selection.text, selection
 
     async def _ask_lookup(
