@@ -22,8 +22,8 @@ LOOKUP's default limit of rows, ids and scores only (no snippets, no re-ranking)
 * **lookup**: body-match LOOKUP in process (`Service.handle`) and the index's `search`
   against the baseline query, query by query in turn, over several rounds; ratios of
   medians. On the generated world the LOOKUP's service has an empty store beside the
-  index (a body LOOKUP reads only the index). On PEPs also the world's own questions (a dozen
-  content words each, as agents ask), on the baseline query and the LOOKUP.
+  index (a body LOOKUP reads only the index). On PEPs also the world's own questions (a
+  dozen content words each, as agents ask), on the baseline query and the LOOKUP.
 """
 
 from __future__ import annotations

@@ -61,7 +61,10 @@ def run(
     head = head_for(rows, query)
     table = Table.parse(head)
     assert table is not None
-    fetch = lambda loc: world.fetch(loc, log)  # noqa: E731
+
+    async def fetch(location: str) -> Fetched:
+        return await world.fetch(location, log)
+
     selection = asyncio.run(select_evidence(head, table.rows, query, budget, fetch, informative))
     return head, selection, log
 
