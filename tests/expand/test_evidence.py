@@ -366,9 +366,19 @@ def test_a_tight_budget_where_only_the_table_fits_says_so_with_both_numbers():
 
 @pytest.mark.parametrize(
     "informative, is_weak",
-    [((1, 8), True), ((0, 2), True), ((1, 2), True), ((2, 8), False), ((0, 1), False), ((0, 0), False), (None, False)],
+    [
+        ((1, 8), True),
+        ((0, 3), True),
+        ((1, 3), True),
+        ((2, 8), False),
+        ((1, 2), False),  # of two words, the missing one may be a synonym
+        ((0, 2), False),
+        ((0, 1), False),
+        ((0, 0), False),
+        (None, False),
+    ],
 )
-def test_a_match_is_weak_when_its_best_row_holds_at_most_one_of_several_informative_words(
+def test_a_match_is_weak_when_its_best_row_holds_at_most_one_of_three_or_more_informative_words(
     informative: tuple[int, int] | None, is_weak: bool
 ):
     assert weak(informative) is is_weak

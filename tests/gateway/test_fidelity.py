@@ -291,5 +291,6 @@ async def test_lookup_all_prints_no_evidence_only_when_every_worlds_match_is_wea
 def test_the_worlds_match_is_the_strongest_of_their_answers():
     assert strongest([(1, 5), (1, 4)]) == (1, 5)
     assert strongest([(1, 3), (2, 2)]) == (2, 2)
+    assert strongest([(1, 4), (1, 2)]) == (1, 2)  # two words: not weak, so neither is the whole
     assert strongest([(1, 5), None]) is None  # a world that sent none is never judged weak
     assert strongest([]) is None

@@ -45,13 +45,18 @@ class Selection:
     """Every include and skip, in order; those spent add up to the closing count."""
 
 
+WEAK_ASKED = 3
+"""Informative words a query needs before its match can be judged weak: of two, the one
+a best row lacks is as likely a synonym the documents do not use as a subject they lack."""
+
+
 def weak(informative: tuple[int, int] | None) -> bool:
     """Whether a body match is weak: its best row holds at most one of the query's
-    informative words (`protocol.INFORMATIVE`: held, asked) while the query has more. One
-    word in common is a coincidence of vocabulary; two that meet in one section are a
-    subject. For a question about something the documents do not hold, the table is all
-    that is worth its tokens."""
-    return informative is not None and informative[0] <= 1 < informative[1]
+    informative words (`protocol.INFORMATIVE`: held, asked) while the query has at least
+    `WEAK_ASKED`. One word in common is a coincidence of vocabulary; two that meet in one
+    section are a subject. For a question about something the documents do not hold, the
+    table is all that is worth its tokens."""
+    return informative is not None and informative[0] <= 1 and informative[1] >= WEAK_ASKED
 
 
 async def select_evidence(

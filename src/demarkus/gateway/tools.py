@@ -43,7 +43,7 @@ from pydantic import Field
 from ..access import HIDDEN, hidden_count, hidden_note
 from ..catalog import DEFAULT_LIMIT, MAX_LIMIT
 from ..errors import DemarkusError
-from ..expand.select import Selection, select_evidence
+from ..expand.select import Selection, select_evidence, weak
 from ..expand.table import Table, TableRow
 from ..mcp.server import lookup_result, tool_errors
 from ..mcp.text import envelope
@@ -58,11 +58,13 @@ WORLDS_KEYS = ("worlds",)
 
 
 def strongest(informative: Sequence[tuple[int, int] | None]) -> tuple[int, int] | None:
-    """The worlds' answers' `informative` taken together: the one whose best row holds the
-    most; None when a world sent none (an answer is judged weak only when every world's is)."""
+    """The worlds' answers' `informative` taken together, so that the merged answer is weak
+    only when every world's is: a world's that is not weak, else the one whose best row
+    holds the most; None when a world sent none."""
     if not informative or any(item is None for item in informative):
         return None
-    return max((item for item in informative if item is not None), key=lambda item: item[0])
+    sent = [item for item in informative if item is not None]
+    return next((item for item in sent if not weak(item)), max(sent, key=lambda item: item[0]))
 
 
 @dataclass(frozen=True, slots=True)
