@@ -259,6 +259,6 @@ def test_informative_reads_held_over_asked() -> None:
     assert parse_informative("0/0") == (0, 0)
 
 
-@pytest.mark.parametrize("value", [None, "", "3", "9/8", "-1/8", "1/x", "1/8/2", " 1/8"])
+@pytest.mark.parametrize("value", [None, "", "3", "9/8", "-1/8", "1/x", "1/8/2", " 1/8", "1/" + "9" * 5000, "١/٨"])
 def test_a_missing_or_malformed_informative_is_none(value: str | None) -> None:
     assert parse_informative(value) is None
