@@ -652,17 +652,14 @@ def encode_row_etags(etags: Mapping[str, str]) -> str:
     return json.dumps(kept, separators=(",", ":"))
 
 
-_INFORMATIVE = re.compile(r"([0-9]{1,6})/([0-9]{1,6})")
-"""`held/asked`: ASCII digits, a few of them (a query has at most `MAX_QUERY_TERMS` words)."""
-
-
 def parse_informative(value: str | None) -> tuple[int, int] | None:
     """The `informative` of a LOOKUP answer as (held, asked); None when absent or malformed
-    (an authority that does not send it is never judged weak)."""
-    found = _INFORMATIVE.fullmatch(value or "")
-    if found is None or int(found[1]) > int(found[2]):
+    (an authority that does not send it is never judged weak); each number read as
+    `parse_count` reads one, ASCII digits only."""
+    held, slash, asked = (value or "").partition("/")
+    if not slash or not _COUNT.fullmatch(held) or not _COUNT.fullmatch(asked) or int(held) > int(asked):
         return None
-    return int(found[1]), int(found[2])
+    return int(held), int(asked)
 
 
 def parse_row_etags(value: str | None) -> dict[str, str]:
