@@ -20,6 +20,7 @@ from demarkus.protocol import (
     encode_row_etags,
     error_response,
     parse_informative,
+    parse_informative_words,
     parse_mark_url,
     parse_request,
     parse_response,
@@ -262,3 +263,15 @@ def test_informative_reads_held_over_asked() -> None:
 @pytest.mark.parametrize("value", [None, "", "3", "9/8", "-1/8", "1/x", "1/8/2", " 1/8", "1/" + "9" * 5000, "١/٨"])
 def test_a_missing_or_malformed_informative_is_none(value: str | None) -> None:
     assert parse_informative(value) is None
+
+
+def test_informative_words_are_read_as_the_words_sent() -> None:
+    assert parse_informative_words("eip 2930 zürich") == frozenset({"eip", "2930", "zürich"})
+
+
+@pytest.mark.parametrize(
+    "value",
+    [None, "", " ", "eip  2930", "Eip", "snake_case", "a-b", "eip\t2930", "x" * 65, " ".join(["w"] * 65), "eip,2930"],
+)
+def test_missing_or_malformed_informative_words_are_none(value: str | None) -> None:
+    assert parse_informative_words(value) is None  # then every query word counts

@@ -360,8 +360,13 @@ async def test_a_body_lookup_says_how_much_of_the_query_its_best_row_holds(backe
     await backend.publish("/n/q.md", "# Q\n\n## Raft\n\nThe quorum of notes needs a zorbex.\n", token=tokens.writer)
     answer = await backend.lookup("/", "quorum zorbex notes kafka", match="body")
     assert answer.metadata["informative"] == "2/3"  # quorum and zorbex; kafka is in no row
-    assert "informative" not in (await backend.lookup("/", "quorum")).metadata  # the catalog
-    assert "informative" not in (await backend.lookup("/", "kafka", match="body")).metadata  # no rows
+    assert answer.metadata["informative-words"] == "quorum zorbex kafka"  # as asked; notes is common
+    plural = await backend.lookup("/", "quorums zorbex quorum notes", match="body")
+    assert plural.metadata["informative-words"] == "quorums zorbex quorum"  # one term, both spellings
+    common = await backend.lookup("/", "plain notes number", match="body")
+    assert "informative-words" not in common.metadata  # every word common: the key says nothing
+    for other in (await backend.lookup("/", "quorum"), await backend.lookup("/", "kafka", match="body")):
+        assert "informative" not in other.metadata and "informative-words" not in other.metadata  # catalog; no rows
 
 
 async def test_a_full_disk_or_a_fault_in_a_write_is_answered_and_the_service_keeps_serving(

@@ -76,6 +76,10 @@ INFORMATIVE = "informative"
 """LOOKUP answer key of a body match with rows, `held/asked`: of the query's informative
 words (those in at most a fifth of the index's rows), how many the best row holds, and how
 many the query has. A budgeted lookup prints no evidence for a weak match."""
+INFORMATIVE_WORDS = "informative-words"
+"""LOOKUP answer key of a body match with rows: the query's informative words as asked,
+separated by spaces (none when no word is). A budgeted lookup prints of a related document
+only the paragraphs holding them, and only its relation line when it holds none."""
 
 MAX_PUBLISHER_KEYS = 50
 MAX_PUBLISHER_BYTES = 1024
@@ -660,6 +664,23 @@ def parse_informative(value: str | None) -> tuple[int, int] | None:
     if not slash or not _COUNT.fullmatch(held) or not _COUNT.fullmatch(asked) or int(held) > int(asked):
         return None
     return int(held), int(asked)
+
+
+MAX_INFORMATIVE_WORD = 64
+"""Characters of one informative word: a query word longer than this is no name a reader uses."""
+_INFORMATIVE_WORD = re.compile(rf"[^\W_]{{1,{MAX_INFORMATIVE_WORD}}}")
+
+
+def parse_informative_words(value: str | None) -> frozenset[str] | None:
+    """The `informative-words` of a LOOKUP answer; None when absent or malformed (then every
+    query word counts, as before the key): at most `MAX_QUERY_TERMS` words, each one
+    lowercase run of letters and digits of at most `MAX_INFORMATIVE_WORD` characters."""
+    if not value:
+        return None
+    found = value.split(" ")
+    if len(found) > MAX_QUERY_TERMS or not all(_INFORMATIVE_WORD.fullmatch(w) and w == w.lower() for w in found):
+        return None
+    return frozenset(found)
 
 
 def parse_row_etags(value: str | None) -> dict[str, str]:

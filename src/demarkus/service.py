@@ -43,7 +43,9 @@ from .index import Index, SectionIndex, content_words, reconcile
 from .markdown import PREFERRED, parse_relations
 from .protocol import (
     INFORMATIVE,
+    INFORMATIVE_WORDS,
     MAX_BODY,
+    MAX_INFORMATIVE_WORD,
     MAX_QUERY_TERMS,
     ROW_ETAGS,
     Request,
@@ -681,6 +683,9 @@ class Service(VerbMethods):
             if hits:
                 held, asked = hits[0].informative
                 out[INFORMATIVE] = f"{held}/{asked}"
+                telling = [word for word in hits[0].telling if len(word) <= MAX_INFORMATIVE_WORD]
+                if telling:
+                    out[INFORMATIVE_WORDS] = " ".join(telling)
         else:
             entries = self.catalog.search(terms, scope, flt, limit, visible)
             rows = [LookupRow(e.path, e.importance, e.title, e.tags) for e in entries]

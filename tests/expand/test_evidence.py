@@ -56,6 +56,7 @@ def run(
     budget: int,
     query: str = "q",
     informative: tuple[int, int] | None = None,
+    telling: frozenset[str] | None = None,
 ) -> tuple[str, Selection, list[str]]:
     log: list[str] = []
     head = head_for(rows, query)
@@ -65,7 +66,7 @@ def run(
     async def fetch(location: str) -> Fetched:
         return await world.fetch(location, log)
 
-    selection = asyncio.run(select_evidence(head, table.rows, query, budget, fetch, informative))
+    selection = asyncio.run(select_evidence(head, table.rows, query, budget, fetch, informative, telling))
     return head, selection, log
 
 
@@ -317,6 +318,42 @@ def test_a_related_document_without_a_titled_summary_shows_its_paragraphs_holdin
     _, selection, _ = run(world, [("/a.md", "")], 1500, "dragon nonce contracts")
     related = [b for b in frames.blocks(selection.text) if b.via is not None]
     assert related[0].location.anchor == "specification"
+
+
+_FILLER = "".join(f"## Detail {i}\n\n" + "Unrelated words here. " * 40 + "\n\n" for i in range(12))
+PREREQUISITE = World(
+    {
+        "/a.md": ("# A\n\nThe quorum rule of the zorbex.\n", {"rel-depends-on": "/b.md, /c.md"}),
+        "/b.md": (  # too large to print whole
+            "# B\n\n## Abstract\n\nA rule for every network.\n\n" + _FILLER + "## Zorbex\n\nThe zorbex keeps a log.\n",
+            {},
+        ),
+        "/c.md": ("# C\n\n## Abstract\n\nAnother rule for the network.\n", {}),
+    }
+)
+
+
+def test_a_related_document_shows_the_paragraphs_holding_the_querys_informative_words():
+    _, selection, _ = run(PREREQUISITE, [("/a.md", "")], 1500, "quorum rule zorbex", telling=frozenset({"zorbex"}))
+    related = [b for b in frames.blocks(selection.text) if b.via is not None]
+    assert related[0].location.anchor == "zorbex"  # first, before its abstract's "rule" (which leads only later)
+    assert {b.location.path for b in related} == {"/b.md"}
+    assert ">>> rel: /a.md/v3 depends-on /c.md\n" in selection.text  # /c.md holds no informative word: its line only
+    assert selection.related == ("/b.md",)
+    dropped = [d for d in selection.decisions if d.location == "/c.md"]
+    assert [(d.action, d.tokens) for d in dropped] == [(Action.DROP, 0)]
+    assert "no paragraph of it holds a query word" in dropped[0].why
+
+
+def test_without_informative_words_every_query_word_chooses_a_related_documents_paragraphs():
+    _, selection, _ = run(PREREQUISITE, [("/a.md", "")], 1500, "quorum rule zorbex")  # an authority without the key
+    assert {b.location.path for b in frames.blocks(selection.text) if b.via is not None} == {"/b.md", "/c.md"}
+
+
+def test_a_related_document_holding_no_query_word_prints_only_its_relation_line():
+    _, selection, log = run(PREREQUISITE, [("/a.md", "")], 1500, "zorbex")
+    assert "/c.md" in log and ">>> rel: /a.md/v3 depends-on /c.md\n" in selection.text
+    assert ">>> /c.md" not in selection.text and selection.related == ("/b.md",)
 
 
 def test_a_dependency_on_a_section_prints_that_section_and_keeps_the_cross_authority_line():
@@ -622,12 +659,13 @@ def _row_or_hop(relations: dict[str, str]) -> Selection:
         }
     )
     rows = [("/a.md", "decision"), ("/b.md", "note")]
-    head = head_for(rows, "quorum")
-    _, only_top, _ = run(world, rows[:1], 100_000, "quorum")
+    query = "quorum voters"  # the related documents hold a query word: they have something to show
+    head = head_for(rows, query)
+    _, only_top, _ = run(world, rows[:1], 100_000, query)
     block = count_tokens(frames.block("/b.md/v3#note", "## Note\n\n" + _paragraphs("quorum", 1, 20)))
     top = only_top.text.split(">>> /c.md")[0].split(">>> /d.md")[0]
     budget = count_tokens(head) + 1 + count_tokens(top) + block + 60
-    return run(world, rows, budget, "quorum")[1]
+    return run(world, rows, budget, query)[1]
 
 
 @pytest.mark.parametrize(

@@ -28,7 +28,7 @@ from demarkus import auth
 from demarkus.expand import frames
 from demarkus.gateway import create_app
 from demarkus.gateway.qualify import strip_world
-from demarkus.gateway.tools import strongest
+from demarkus.gateway.tools import strongest, telling_anywhere
 from demarkus.index.query import content_words
 from demarkus.tokens import count_tokens
 from demarkus.worlds import demo_world_path
@@ -286,6 +286,12 @@ async def test_lookup_all_prints_no_evidence_only_when_every_worlds_match_is_wea
     )
     assert "\n>>> mark://" not in weak
     assert "\n>>> mark://demo/" in strong and "weak match" not in strong
+
+
+def test_the_worlds_informative_words_are_those_of_any_world_and_unknown_when_one_sent_none():
+    assert telling_anywhere([frozenset({"eip"}), frozenset({"quorum", "eip"})]) == frozenset({"eip", "quorum"})
+    assert telling_anywhere([frozenset({"eip"}), None]) is None
+    assert telling_anywhere([]) is None
 
 
 def test_the_worlds_match_is_the_strongest_of_their_answers():

@@ -159,6 +159,14 @@ def test_each_hit_says_how_many_of_the_querys_informative_words_it_holds(index: 
         ("/z.md", "other", (1, 3)),
     ]
     assert hits[2].informative == (0, 3)  # a filler row that holds only "lorem"
+    assert {hit.telling for hit in hits} == {("zorbex", "quetzal", "neverseenword")}  # the same on every row
+
+
+def test_the_informative_words_are_named_in_every_spelling_asked(index: SectionIndex) -> None:
+    fill(index)
+    put(index, "/z.md", "# Z\n\n## Part\n\nThe zorbexes of lorem.\n")
+    (hit,) = index.search("zorbexes lorem zorbex", "/", limit=1)
+    assert hit.telling == ("zorbexes", "zorbex") and hit.informative == (1, 1)
 
 
 def test_a_term_left_out_of_the_engine_query_still_counts_where_it_is_found(index: SectionIndex) -> None:

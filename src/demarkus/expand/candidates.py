@@ -6,7 +6,9 @@ not fit, the section without its sub-sections). A row without one is the documen
 when it is small, else its sections holding the most query terms, else its outline. A
 related document leads with what it is (its summary, when that holds a query term), then
 its paragraphs holding the most query terms: in a long document the answer is a paragraph,
-and a whole section would spend the budget around it.
+and a whole section would spend the budget around it. A related document none of whose
+paragraphs holds a query term (of a query with some) has no plan: its relation line is all
+it adds.
 """
 
 from __future__ import annotations
@@ -118,6 +120,8 @@ def plan(doc: Document, anchor: str, terms: Sequence[str], *, related: bool = Fa
             else:
                 lead = found.pop(0)
             return [[whole, lead] if small else [lead], *([cand] for cand in found)]
+        if opening is None and terms:  # nothing in it matches: its relation line says all it can
+            return []
     matching = sections_by_terms(outline, terms, SECTIONS_PER_DOCUMENT)
     if opening is not None:
         matching = [opening, *(s for s in matching if s is not opening)][:SECTIONS_PER_DOCUMENT]

@@ -7,7 +7,9 @@ preferred predicates, on the same authority, not already in the table, at most
 MAX_RELATED, never followed further. While rows have their turn, the ledger keeps room for
 the first block of each target known so far that its relation says is needed (see
 `keeps_room`); after them, each target shows its best, and what more of it could print
-waits for the leftovers.
+waits for the leftovers. A target's best is chosen by the query's informative words when
+the authority names them (`protocol.INFORMATIVE_WORDS`): a prerequisite met through words
+every other document holds too is noise, and one holding none prints only its relation line.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ class Hop:
 
     def __init__(self, terms: Sequence[str], in_table: set[str]) -> None:
         self.terms = terms
+        """The query words a target's blocks are chosen by."""
         self.in_table = in_table
         self._plans: dict[tuple[Document, str], Plan | AnchorMissing] = {}
         self._sizes: dict[str, int | None] = {}
@@ -134,6 +137,9 @@ class Hop:
             groups = self.plan(got, target.fragment)
             if isinstance(groups, AnchorMissing):
                 show_note(page, location, groups.note, f"{turn}: no such section")
+                continue
+            if not groups:  # its relation line, printed with the source, is all it adds
+                ledger.skip(location, 0, Action.DROP, f"{turn}: no paragraph of it holds a query word")
                 continue
             page.via[got] = frames.via(source.loc(), target.predicate)
             if got.stale_said_by(source, target.predicate):

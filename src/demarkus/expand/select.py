@@ -66,9 +66,11 @@ async def select_evidence(
     budget: int,
     fetch: FetchFn,
     informative: tuple[int, int] | None = None,
+    telling: frozenset[str] | None = None,
 ) -> Selection:
     """Choose the evidence to append after `head` (envelope + table, whose rows are `rows`);
-    `informative`: the lookup answer's (held, asked), when it sent one."""
+    `informative`: the lookup answer's (held, asked), and `telling` its informative words
+    (`protocol.INFORMATIVE_WORDS`), when it sent them."""
     if informative is not None and weak(informative) and size(head) <= budget:
         return _weak_match(head, budget, rows, informative)
     terms = content_words(query)
@@ -76,7 +78,7 @@ async def select_evidence(
     # related documents fetch too: reserve the note whenever rows and hops could pass the limit
     may_hit = len({row.document for row in rows}) + MAX_RELATED > MAX_FETCHES
     ledger = Ledger(head, budget, Tally(rows=len(rows), may_hit_fetch_limit=may_hit))
-    hop = Hop(terms, {row.document for row in rows})
+    hop = Hop([term for term in terms if term in telling] if telling else terms, {row.document for row in rows})
     if ledger.left() < 0:
         return await _table_too_large(head, budget, rows, fetcher, terms)
 

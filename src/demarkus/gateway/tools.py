@@ -48,13 +48,30 @@ from ..expand.table import Table, TableRow
 from ..mcp.server import lookup_result, tool_errors
 from ..mcp.text import envelope
 from ..mcp.tools import Target, ToolFailure, Tools, catalog_reason, check_lookup_arguments
-from ..protocol import INFORMATIVE, Response, Status, normalize_scope, parse_informative
+from ..protocol import (
+    INFORMATIVE,
+    INFORMATIVE_WORDS,
+    Response,
+    Status,
+    normalize_scope,
+    parse_informative,
+    parse_informative_words,
+)
 from ..render import escape_cell, render_lookup
 from .qualify import qualify_versions, world_of, world_prefix
 from .resolver import GatewayResolver
 
 ALL_KEYS = ("worlds", "succeeded", "failed", "matches", "match")
 WORLDS_KEYS = ("worlds",)
+
+
+def telling_anywhere(telling: Sequence[frozenset[str] | None]) -> frozenset[str] | None:
+    """The worlds' informative words taken together: a word that tells documents apart in
+    one world does in the merged answer; None (every query word counts) when a world sent
+    none, since its words are then unknown."""
+    if not telling or any(words is None for words in telling):
+        return None
+    return frozenset().union(*(words for words in telling if words is not None))
 
 
 def strongest(informative: Sequence[tuple[int, int] | None]) -> tuple[int, int] | None:
@@ -154,6 +171,7 @@ class GatewayTools(Tools):
         hidden: dict[str, int] = {}
         current: dict[str, str] = {}
         informative: list[tuple[int, int] | None] = []
+        telling: list[frozenset[str] | None] = []
         carried = True
         for world, target, answer in zip(worlds, targets, answers, strict=True):
             if isinstance(answer, str):
@@ -165,6 +183,7 @@ class GatewayTools(Tools):
                 continue
             tables[world] = table
             informative.append(parse_informative(answer.metadata.get(INFORMATIVE)))
+            telling.append(parse_informative_words(answer.metadata.get(INFORMATIVE_WORDS)))
             current.update(self._etags(target, answer))
             if hidden_count(answer.metadata):
                 hidden[world] = hidden_count(answer.metadata)
@@ -211,7 +230,13 @@ class GatewayTools(Tools):
             return result, None
         # The same selection Tools.lookup runs, fetching with this caller's resolver.
         selection = await select_evidence(
-            result, merged.rows, query, budget, self._fetcher(current), strongest(informative)
+            result,
+            merged.rows,
+            query,
+            budget,
+            self._fetcher(current),
+            strongest(informative),
+            telling_anywhere(telling),
         )
         return result + selection.text, selection
 

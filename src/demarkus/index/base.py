@@ -43,6 +43,9 @@ class SectionHit:
     informative: tuple[int, int] = (0, 0)
     """Of the query's informative words (`query.informative`), how many the row holds and
     how many the query has: how much of what was asked the row is about."""
+    telling: tuple[str, ...] = ()
+    """The query's informative words, every spelling asked (the same for every row of one
+    search): what a related document must hold for its paragraphs to be worth printing."""
 
 
 class Index(Protocol):

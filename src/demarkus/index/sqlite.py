@@ -502,6 +502,7 @@ class SectionIndex:
                 limit=limit,
             )
             telling = informative(rows, counts, len(terms), self.ranking)
+            spelled = self._spellings(asked, terms, telling)
             snippets = self._snippets(snap, terms, [c.key for _, c in ranked])
             documents = self._documents_for(snap, {c.path for _, c in ranked})
         hits = []
@@ -519,6 +520,7 @@ class SectionIndex:
                     snippet=snippets.get(row.key, ""),
                     score=value,
                     informative=(len(candidate.matched & telling), len(telling)),
+                    telling=spelled,
                 )
             )
         return hits
@@ -532,6 +534,16 @@ class SectionIndex:
                 seen.add(stems)
                 out.append(word)
         return out
+
+    def _spellings(self, asked: Sequence[str], terms: Sequence[str], telling: AbstractSet[int]) -> tuple[str, ...]:
+        """The asked words whose term (`terms`: one word per stemmed form) is in `telling`:
+        `transactions` with `transaction`, as the index matches them."""
+        index_of = {stems: i for i, stems in enumerate(self._stemmer.stems(terms))}
+        return tuple(
+            word
+            for word, stems in zip(asked, self._stemmer.stems(asked), strict=True)
+            if index_of.get(stems) in telling
+        )
 
     def _candidates(
         self, snap: _Snapshot, expr: str, scope: str, narrow: bool, judge: _Judge, *, catalog: bool, limit: int

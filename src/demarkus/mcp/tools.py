@@ -31,7 +31,16 @@ from ..graph.card import (
     render_siblings_unavailable,
 )
 from ..markdown import extract_links, opening_paragraph, outline_text, parse_outline
-from ..protocol import INFORMATIVE, ROW_ETAGS, Response, Status, parse_informative, parse_row_etags
+from ..protocol import (
+    INFORMATIVE,
+    INFORMATIVE_WORDS,
+    ROW_ETAGS,
+    Response,
+    Status,
+    parse_informative,
+    parse_informative_words,
+    parse_row_etags,
+)
 from .text import (
     FETCH_KEYS,
     FETCH_VERBOSE_KEYS,
@@ -313,7 +322,8 @@ class Tools:
         # The budget covers the whole result: envelope and table included.
         informative = parse_informative(response.metadata.get(INFORMATIVE))
         fetcher = self._fetcher(self._etags(target, response))
-        selection = await select_evidence(text, table.rows, query, budget, fetcher, informative)
+        telling = parse_informative_words(response.metadata.get(INFORMATIVE_WORDS))
+        selection = await select_evidence(text, table.rows, query, budget, fetcher, informative, telling)
         return text + selection.text, selection
 
     async def _ask_lookup(
