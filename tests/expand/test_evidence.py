@@ -356,6 +356,16 @@ def test_a_related_document_holding_no_query_word_prints_only_its_relation_line(
     assert ">>> /c.md" not in selection.text and selection.related == ("/b.md",)
 
 
+def test_a_large_rows_sections_are_chosen_by_the_querys_informative_words():
+    body = "# A\n\n## Common\n\nThe rule of the network.\n\n" + _FILLER + "## Zorbex\n\nThe zorbex keeps a log.\n"
+    world = World({"/a.md": (body, {})})
+    query = "rule network zorbex"
+    _, told, _ = run(world, [("/a.md", "")], 1500, query, telling=frozenset({"zorbex"}))
+    _, every, _ = run(world, [("/a.md", "")], 1500, query)  # without the key: every query word counts
+    assert frames.blocks(told.text)[0].location.anchor == "zorbex"
+    assert frames.blocks(every.text)[0].location.anchor == "common"  # two query words against one
+
+
 def test_a_dependency_on_a_section_prints_that_section_and_keeps_the_cross_authority_line():
     _, selection, log = run(CHAIN, [("/ops/restore.md", "steps")], 1500, "restore quorum")
     text = selection.text

@@ -8,8 +8,9 @@ MAX_RELATED, never followed further. While rows have their turn, the ledger keep
 the first block of each target known so far that its relation says is needed (see
 `keeps_room`); after them, each target shows its best, and what more of it could print
 waits for the leftovers. A target's best is chosen by the query's informative words when
-the authority names them (`protocol.INFORMATIVE_WORDS`): a prerequisite met through words
-every other document holds too is noise, and one holding none prints only its relation line.
+the authority names them (`protocol.INFORMATIVE_WORDS`), as every passage is: a
+prerequisite met through words every other document holds too is noise, and one holding
+none prints only its relation line.
 """
 
 from __future__ import annotations

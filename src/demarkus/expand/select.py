@@ -70,15 +70,18 @@ async def select_evidence(
 ) -> Selection:
     """Choose the evidence to append after `head` (envelope + table, whose rows are `rows`);
     `informative`: the lookup answer's (held, asked), and `telling` its informative words
-    (`protocol.INFORMATIVE_WORDS`), when it sent them."""
+    (`protocol.INFORMATIVE_WORDS`), when it sent them: the sections and paragraphs printed
+    are those holding the most of these (of every query word when there are none)."""
     if informative is not None and weak(informative) and size(head) <= budget:
         return _weak_match(head, budget, rows, informative)
-    terms = content_words(query)
+    asked = content_words(query)
+    # every passage is chosen by the words that say what the question is about
+    terms = [term for term in asked if term in telling] if telling else asked
     fetcher = Fetcher(fetch)
     # related documents fetch too: reserve the note whenever rows and hops could pass the limit
     may_hit = len({row.document for row in rows}) + MAX_RELATED > MAX_FETCHES
     ledger = Ledger(head, budget, Tally(rows=len(rows), may_hit_fetch_limit=may_hit))
-    hop = Hop([term for term in terms if term in telling] if telling else terms, {row.document for row in rows})
+    hop = Hop(terms, {row.document for row in rows})
     if ledger.left() < 0:
         return await _table_too_large(head, budget, rows, fetcher, terms)
 
