@@ -336,8 +336,8 @@ PREREQUISITE = World(
 def test_a_related_document_shows_the_paragraphs_holding_the_querys_informative_words():
     _, selection, _ = run(PREREQUISITE, [("/a.md", "")], 1500, "quorum rule zorbex", telling=frozenset({"zorbex"}))
     related = [b for b in frames.blocks(selection.text) if b.via is not None]
-    assert related[0].location.anchor == "zorbex"  # first, before its abstract's "rule" (which leads only later)
-    assert {b.location.path for b in related} == {"/b.md"}
+    # its abstract holds "rule", no informative word: it does not lead, even with room left
+    assert [(b.location.path, b.location.anchor) for b in related] == [("/b.md", "zorbex")]
     assert ">>> rel: /a.md/v3 depends-on /c.md\n" in selection.text  # /c.md holds no informative word: its line only
     assert selection.related == ("/b.md",)
     dropped = [d for d in selection.decisions if d.location == "/c.md"]
@@ -347,7 +347,8 @@ def test_a_related_document_shows_the_paragraphs_holding_the_querys_informative_
 
 def test_without_informative_words_every_query_word_chooses_a_related_documents_paragraphs():
     _, selection, _ = run(PREREQUISITE, [("/a.md", "")], 1500, "quorum rule zorbex")  # an authority without the key
-    assert {b.location.path for b in frames.blocks(selection.text) if b.via is not None} == {"/b.md", "/c.md"}
+    related = {(b.location.path, b.location.anchor) for b in frames.blocks(selection.text) if b.via is not None}
+    assert related == {("/b.md", "zorbex"), ("/b.md", "abstract"), ("/c.md", "c")}  # "rule" counts: abstracts lead
 
 
 def test_a_related_document_holding_no_query_word_prints_only_its_relation_line():

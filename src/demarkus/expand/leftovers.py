@@ -1,7 +1,8 @@
 """The leftovers' turn: what is left of the budget after every row and the hop. Pure.
 
 In order: the first paragraph of every document's lead (its title's own text, such as a
-status banner, and its summary; a short lead whole), in page order; more of each related
+status banner, and its summary; a short lead whole; a related document's only when it holds
+a query term), in page order; more of each related
 document (its further paragraphs); the rest of each lead; then the blocks that did not fit
 whole in their turn, each sharing what is left with those after it: whole when it fits,
 else its paragraphs holding the most query terms, else its leading blocks.
@@ -16,7 +17,7 @@ from .document import Document
 from .hop import Related
 from .ledger import MAX_RELATED, WHOLE_FLOOR, Action, size
 from .page import Page, Pending
-from .relevance import lead_sections
+from .relevance import lead_sections, term_count
 from .show import print_relations, show_excerpt, show_leading, show_new, show_one
 
 PENDING_PASSAGES = 8
@@ -28,25 +29,28 @@ def show_leftovers(
 ) -> list[Document]:
     """Spend what is left; returns related documents that printed here for the first time."""
     page.ledger.keep_first_listed()
-    _show_leads(page, docs, 1)
+    _show_leads(page, docs, 1, terms)
     for item in related:
         for group in item.more:
             for cand in group:
                 if show_new(page, item.doc, cand, "more of a related document"):
                     break
-    _show_leads(page, docs, None)
+    _show_leads(page, docs, None, terms)
     return _show_pending(page, docs, terms)
 
 
-def _show_leads(page: Page, docs: Sequence[Document], most: int | None) -> None:
+def _show_leads(page: Page, docs: Sequence[Document], most: int | None, terms: Sequence[str]) -> None:
     """The leads (banner, summary) of the documents, in page order: their first paragraph
-    (`most=1`; a short lead whole) or the rest of each, whole or its leading blocks."""
+    (`most=1`; a short lead whole) or the rest of each, whole or its leading blocks. A
+    related document's lead only when it holds a query term, as its paragraphs print only
+    then (its header already names it stale when it is)."""
     turn = "lead, first paragraph" if most == 1 else "lead"
     leads = [
         (doc, Candidate(s.anchor, s.start, s.own_end, "what it says it is"))
         for doc in docs
         if doc not in page.pinned
         for s in lead_sections(doc.outline)
+        if doc not in page.via or not terms or term_count(doc.text(s.start, s.own_end), terms)
     ]
     for doc, cand in leads:
         if page.covering(doc, cand.start, cand.end) is not None or page.same_text(doc, cand.start, cand.end):
