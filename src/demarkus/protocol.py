@@ -78,8 +78,9 @@ words (those in at most a fifth of the index's rows), how many the best row hold
 many the query has. A budgeted lookup prints no evidence for a weak match."""
 INFORMATIVE_WORDS = "informative-words"
 """LOOKUP answer key of a body match with rows: the query's informative words as asked,
-separated by spaces (none when no word is). A budgeted lookup prints of a related document
-only the paragraphs holding them, and only its relation line when it holds none."""
+separated by spaces (none when no word is). A budgeted lookup chooses every section and
+paragraph it prints by them, and prints only the relation line of a related document
+holding none."""
 
 MAX_PUBLISHER_KEYS = 50
 MAX_PUBLISHER_BYTES = 1024

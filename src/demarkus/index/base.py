@@ -45,7 +45,7 @@ class SectionHit:
     how many the query has: how much of what was asked the row is about."""
     telling: tuple[str, ...] = ()
     """The query's informative words, every spelling asked (the same for every row of one
-    search): what a related document must hold for its paragraphs to be worth printing."""
+    search): the words a budgeted lookup chooses the sections and paragraphs it prints by."""
 
 
 class Index(Protocol):
