@@ -363,6 +363,8 @@ async def test_a_body_lookup_says_how_much_of_the_query_its_best_row_holds(backe
     assert answer.metadata["informative-words"] == "quorum zorbex kafka"  # as asked; notes is common
     plural = await backend.lookup("/", "quorums zorbex quorum notes", match="body")
     assert plural.metadata["informative-words"] == "quorums zorbex quorum"  # one term, both spellings
+    long = await backend.lookup("/", "quorum zorbex " + "k" * 65, match="body")
+    assert long.metadata["informative-words"] == "quorum zorbex"  # a word no reader writes is not sent
     common = await backend.lookup("/", "plain notes number", match="body")
     assert "informative-words" not in common.metadata  # every word common: the key says nothing
     for other in (await backend.lookup("/", "quorum"), await backend.lookup("/", "kafka", match="body")):
