@@ -20,8 +20,8 @@ LOOKUP's default limit of rows, ids and scores only (no snippets, no re-ranking)
   versions; one load per build round, in turns with the builds, ratio of medians (one
   load alone swung from 1.6 to 2.6 times the build with what else the machine did).
 * **lookup**: body-match LOOKUP in process (`Service.handle`) and the index's `search`
-  against the baseline query, query by query in turn, over several rounds; ratios of
-  medians. On the generated world the LOOKUP's service has an empty store beside the
+  against the baseline query, query by query in turn (the arms' order turning each
+  round), over several rounds; ratios of medians. On the generated world the LOOKUP's service has an empty store beside the
   index (a body LOOKUP reads only the index). On PEPs also the world's own questions (a
   dozen content words each, as agents ask), on the baseline query and the LOOKUP.
 """
@@ -101,16 +101,25 @@ def side_by_side(
     arms: dict[str, Callable[[str], object]], queries: Sequence[str], rounds: int
 ) -> dict[str, dict[str, object]]:
     """Each query on every arm in turn, `rounds` times after a warm-up round; per arm the
-    latency summary over all samples and the median of the per-round p50s."""
+    latency summary over all samples and the median of the per-round p50s.
+
+    The arms' order turns by one each round, so over a multiple of the arms' count of
+    rounds each arm takes each place equally often: an arm run straight after another on
+    the same query finds the caches that one warmed (LOOKUP and `index.search` read the
+    same rows): in a fixed order, LOOKUP's cost over `index.search` was about 0.2 ms
+    with LOOKUP first and 0.1 ms with it second (peps, p50 3.4 to 3.9 ms)."""
     for query in queries:
         for run in arms.values():
             run(query)
     samples: dict[str, list[float]] = {name: [] for name in arms}
     round_p50: dict[str, list[float]] = {name: [] for name in arms}
-    for _ in range(rounds):
+    names = list(arms)
+    for turn in range(rounds):
         this: dict[str, list[float]] = {name: [] for name in arms}
+        order = names[turn % len(names) :] + names[: turn % len(names)]
         for query in queries:
-            for name, run in arms.items():
+            for name in order:
+                run = arms[name]
                 t0 = time.perf_counter()
                 run(query)
                 this[name].append(time.perf_counter() - t0)
@@ -340,7 +349,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--world", type=Path, default=common.PEPS)
     parser.add_argument("--docs", type=int, default=10_000, help="generated documents (about 10 sections each)")
     parser.add_argument("--sections", type=int, default=10)
-    parser.add_argument("--rounds", type=int, default=7, help="lookup rounds over every query")
+    parser.add_argument(
+        "--rounds", type=int, default=12, help="lookup rounds over every query (a multiple of 2 and 3 arms)"
+    )
     parser.add_argument("--build-rounds", type=int, default=3, help="peps builds (and world loads) per arm")
     parser.add_argument("--skip-peps", action="store_true")
     parser.add_argument("--skip-generated", action="store_true")
