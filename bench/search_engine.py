@@ -20,8 +20,8 @@ LOOKUP's default limit of rows, ids and scores only (no snippets, no re-ranking)
   versions; one load per build round, in turns with the builds, ratio of medians (one
   load alone swung from 1.6 to 2.6 times the build with what else the machine did).
 * **lookup**: body-match LOOKUP in process (`Service.handle`) and the index's `search`
-  against the baseline query, query by query in turn (the arms' order turning each
-  round), over several rounds; ratios of medians. On the generated world the LOOKUP's service has an empty store beside the
+  against the baseline query, query by query in turn (each round in another order of
+  the arms), over several rounds; ratios of medians. On the generated world the LOOKUP's service has an empty store beside the
   index (a body LOOKUP reads only the index). On PEPs also the world's own questions (a
   dozen content words each, as agents ask), on the baseline query and the LOOKUP.
 """
@@ -29,6 +29,7 @@ LOOKUP's default limit of rows, ids and scores only (no snippets, no re-ranking)
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import shutil
 import sqlite3
@@ -103,20 +104,21 @@ def side_by_side(
     """Each query on every arm in turn, `rounds` times after a warm-up round; per arm the
     latency summary over all samples and the median of the per-round p50s.
 
-    The arms' order turns by one each round, so over a multiple of the arms' count of
-    rounds each arm takes each place equally often: an arm run straight after another on
-    the same query finds the caches that one warmed (LOOKUP and `index.search` read the
-    same rows): in a fixed order, LOOKUP's cost over `index.search` was about 0.2 ms
-    with LOOKUP first and 0.1 ms with it second (peps, p50 3.4 to 3.9 ms)."""
+    Each round takes the next order of the arms (all their orders in turn), so over a
+    multiple of their count each arm runs as often straight after each other arm as
+    before it: an arm run right after another on the same query finds the caches that
+    one warmed (LOOKUP and `index.search` read the same rows; in a fixed order, LOOKUP's
+    cost over `index.search` was about 0.2 ms with LOOKUP first and 0.1 ms with it
+    second, peps, p50 3.4 to 3.9 ms)."""
     for query in queries:
         for run in arms.values():
             run(query)
     samples: dict[str, list[float]] = {name: [] for name in arms}
     round_p50: dict[str, list[float]] = {name: [] for name in arms}
-    names = list(arms)
+    orders = list(itertools.permutations(arms))
     for turn in range(rounds):
         this: dict[str, list[float]] = {name: [] for name in arms}
-        order = names[turn % len(names) :] + names[: turn % len(names)]
+        order = orders[turn % len(orders)]
         for query in queries:
             for name in order:
                 run = arms[name]
@@ -350,7 +352,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--docs", type=int, default=10_000, help="generated documents (about 10 sections each)")
     parser.add_argument("--sections", type=int, default=10)
     parser.add_argument(
-        "--rounds", type=int, default=12, help="lookup rounds over every query (a multiple of 2 and 3 arms)"
+        "--rounds", type=int, default=12, help="lookup rounds over every query (a multiple of 6: every order of 3 arms)"
     )
     parser.add_argument("--build-rounds", type=int, default=3, help="peps builds (and world loads) per arm")
     parser.add_argument("--skip-peps", action="store_true")
