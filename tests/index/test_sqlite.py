@@ -179,10 +179,41 @@ def test_a_term_left_out_of_the_engine_query_still_counts_where_it_is_found(inde
         terms = ["zorbex", "lorem"]
         assert len(keys) == 4  # both, one, and titled's bare-path row and its section
         counts = index._term_counts(snap, terms)
+        rows = index._row_count(snap)
         assert counts[1] > counts[0]  # lorem's list is the longer: matched together with zorbex
-        assert index._matched(snap, terms, ["zorbex"], counts, keys) == index._matched(snap, terms, terms, counts, keys)
+        assert index._matched(snap, terms, ["zorbex"], counts, rows, keys) == index._matched(
+            snap, terms, terms, counts, rows, keys
+        )
     found = where(index.search("zorbex lorem", "/", limit=5))
     assert found.index(("/both.md", "part")) < found.index(("/one.md", "part"))
+
+
+def test_a_term_every_row_holds_counts_in_every_candidate_without_reading_its_list(index: SectionIndex) -> None:
+    words_of = ["plain", "zorbex quetzal", "zorbex"]
+    with index.bulk():  # every row's title and tags hold "widget"
+        for d in range(12):
+            body = f"# W{d}\n\nOpening.\n\n## Part\n\nThe {words_of[d % 3]} text.\n"
+            put(index, f"/w/d{d:02d}.md", body, tags="kind:widget")
+    with index._reading() as snap:
+        terms = ["zorbex", "widget", "quetzal"]
+        # the candidates: every one holds a term of the engine query (here zorbex)
+        keys = [key for (key,) in snap.db.execute("SELECT rowid FROM fts WHERE fts MATCH 'zorbex'")]
+        counts = index._term_counts(snap, terms)
+        rows = index._row_count(snap)
+        assert counts[1] == rows > counts[0]
+        # told of one row more than the index holds, the match reads widget's list as any other's
+        read = index._matched(snap, terms, ["zorbex"], counts, rows + 1, keys)
+        asked: list[str] = []
+        snap.db.set_trace_callback(asked.append)
+        try:
+            assert index._matched(snap, terms, ["zorbex"], counts, rows, keys) == read
+        finally:
+            snap.db.set_trace_callback(None)
+        assert sorted(read.values(), key=len) == [frozenset({0, 1})] * 4 + [frozenset({0, 1, 2})] * 4
+        (query,) = [sql for sql in asked if not sql.startswith("--")]  # FTS5's own reads start with --
+        assert "quetzal" in query and "widget" not in query
+    hits = index.search("zorbex widget quetzal", "/", limit=3)
+    assert [hit.anchor for hit in hits] == ["part"] * 3
 
 
 @pytest.mark.parametrize(

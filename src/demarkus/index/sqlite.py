@@ -491,7 +491,7 @@ class SectionIndex:
                     found[row.key] = row
             if not found:
                 return []
-            matched = self._matched(snap, terms, selective, counts, list(found))
+            matched = self._matched(snap, terms, selective, counts, rows, list(found))
             ranked = rank(
                 [  # positional: a few hundred are built per search
                     Candidate(row.key, row.path, row.anchor, row.relevance, row.importance, matched.get(row.key, _NONE))
@@ -626,10 +626,14 @@ class SectionIndex:
         terms: Sequence[str],
         selective: Sequence[str],
         counts: Mapping[int, int],
+        rows: int,
         keys: Sequence[int],
     ) -> dict[int, frozenset[int]]:
         """Row id -> indexes of the terms found anywhere in that row: one FTS5 match per
-        term (`terms.key` is its index), each kept to the candidate rows.
+        term, each kept to the candidate rows. A term of one token that every one of the
+        index's `rows` holds (`counts`: a tag's key such as `status`, or a world's own
+        name in every title) is in every candidate: reading its list, the longest there
+        is, would only say so.
 
         Every candidate holds one of the `selective` terms somewhere (a catalog row holds
         them all in its title), so a term left out of the engine query may be matched
@@ -642,17 +646,22 @@ class SectionIndex:
         either = match_any(selective)
         asked = set(selective)
         walk = sum(counts[i] for i, term in enumerate(terms) if term in asked)
+        everywhere = [i for i, forms in enumerate(self._stemmer.stems(terms)) if len(forms) == 1 and counts[i] >= rows]
+        read = [i for i in range(len(terms)) if i not in everywhere]
         exprs = [
-            f"{quote(t)} AND ({either})" if t not in asked and counts[i] > walk * len(asked) else quote(t)
-            for i, t in enumerate(terms)
+            f"{quote(terms[i])} AND ({either})"
+            if terms[i] not in asked and counts[i] > walk * len(asked)
+            else quote(terms[i])
+            for i in read
         ]
-        out: dict[int, list[int]] = {}
-        for index, key in snap.db.execute(
-            "SELECT terms.key, fts.rowid FROM json_each(?) AS terms CROSS JOIN fts"
-            " WHERE fts MATCH terms.value AND +fts.rowid IN (SELECT value FROM json_each(?))",
-            (json.dumps(exprs), json.dumps(list(keys))),
-        ):
-            out.setdefault(key, []).append(index)
+        out: dict[int, list[int]] = {key: list(everywhere) for key in keys} if everywhere else {}
+        if exprs:
+            for position, key in snap.db.execute(
+                "SELECT terms.key, fts.rowid FROM json_each(?) AS terms CROSS JOIN fts"
+                " WHERE fts MATCH terms.value AND +fts.rowid IN (SELECT value FROM json_each(?))",
+                (json.dumps(exprs), json.dumps(list(keys))),
+            ):
+                out.setdefault(key, []).append(read[position])
         return {key: frozenset(indexes) for key, indexes in out.items()}
 
     def _term_counts(self, snap: _Snapshot, terms: Sequence[str]) -> dict[int, int]:
