@@ -158,7 +158,14 @@ def test_the_stemmer_finds_matching_words_remembered_or_not() -> None:
             w for w, forms in zip(sorted(text), stemmer.stems(sorted(text)), strict=True) if wanted & set(forms)
         }
         assert expected == {"release", "releases", "released"}
-        assert stemmer.matching(text, wanted) == expected
-        assert stemmer.matching(text, wanted) == expected  # every word remembered now
+        assert stemmer.matching([text], wanted) == [expected]
+        assert stemmer.matching([text], wanted) == [expected]  # every word remembered now
+        # several texts at once, their unknown words tokenized together
+        other = {"releasing", "walker", "y" * 70 + "release"}
+        assert stemmer.matching([other, set(), other | {"released"}], wanted) == [
+            {"releasing"},
+            set(),
+            {"releasing", "released"},
+        ]
     finally:
         stemmer.close()

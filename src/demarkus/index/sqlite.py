@@ -698,15 +698,18 @@ class SectionIndex:
         if not keys:
             return {}
         wanted = {stem for stems in self._stemmer.stems(terms) for stem in stems}
-        out: dict[int, str] = {}
-        for key, text in snap.db.execute(
-            "SELECT fts.rowid, fts.body FROM json_each(?) AS keys CROSS JOIN fts ON fts.rowid = keys.value",
-            (json.dumps(list(keys)),),
-        ):
-            view = self._views.get(text)
-            hit = self._stemmer.matching(view.distinct, wanted)
-            out[key] = snippet(text, hit, split=view.split, bounds=view.bounds)
-        return out
+        shown = [
+            (key, text, self._views.get(text))
+            for key, text in snap.db.execute(
+                "SELECT fts.rowid, fts.body FROM json_each(?) AS keys CROSS JOIN fts ON fts.rowid = keys.value",
+                (json.dumps(list(keys)),),
+            )
+        ]
+        hits = self._stemmer.matching([view.distinct for _, _, view in shown], wanted)
+        return {
+            key: snippet(text, hit, split=view.split, bounds=view.bounds)
+            for (key, text, view), hit in zip(shown, hits, strict=True)
+        }
 
 
 def section_rows(body: bytes, outline: Outline | None = None) -> list[tuple[str, str, str, str]]:
@@ -902,21 +905,27 @@ class _Stemmer:
             known.update(fresh)
         return [known[w] for w in words]
 
-    def matching(self, words: frozenset[str] | set[str], wanted: AbstractSet[str]) -> set[str]:
-        """The words among `words` with a token in `wanted`: `stems` without building a
-        list for every word of a long text (most are cached and most do not match)."""
+    def matching(self, texts: Sequence[frozenset[str] | set[str]], wanted: AbstractSet[str]) -> list[set[str]]:
+        """For each text's distinct words, those with a token in `wanted`: `stems` without
+        building a list for every word of a long text (most are cached and most do not
+        match). The words no text's lookup remembers are tokenized together, in one pass
+        of the scratch table (a search's ten snippet texts shown for the first time
+        cost ten passes before)."""
         held = self._held
         # the words not remembered first: one remembered after this is already filed
         # under its tokens below
-        missing = words.difference(held.forms)  # given a dict, one probe per word
-        out: set[str] = set()
-        for form in wanted:
-            with_form = held.words_of.get(form)
-            if with_form:
-                out |= with_form & words  # walks the smaller set
-        if missing:
-            ordered = sorted(missing)
-            out.update(w for w, got in zip(ordered, self.stems(ordered), strict=True) if not wanted.isdisjoint(got))
+        missing = [distinct.difference(held.forms) for distinct in texts]  # given a dict, one probe per word
+        fresh = sorted(set().union(*missing))
+        forms = dict(zip(fresh, self.stems(fresh), strict=True)) if fresh else {}
+        out: list[set[str]] = []
+        for distinct, unknown in zip(texts, missing, strict=True):
+            found: set[str] = set()
+            for form in wanted:
+                with_form = held.words_of.get(form)
+                if with_form:
+                    found |= with_form & distinct  # walks the smaller set
+            found.update(w for w in unknown if not wanted.isdisjoint(forms[w]))
+            out.append(found)
         return out
 
     def _tokenize(self, words: Sequence[str]) -> dict[str, tuple[str, ...]]:
