@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from demarkus.expand.relevance import (
     VOCABULARY_TEXT_MAX,
+    _Vocabularies,
     is_field_list,
     lead_sections,
     ranked_blocks,
@@ -50,6 +51,16 @@ def test_term_count_is_the_number_of_terms_beginning_some_word(pieces: list[str]
     assert term_count(text, terms) == expected
     long = text + " " * VOCABULARY_TEXT_MAX  # counted without the kept vocabulary
     assert term_count(long, terms) == expected
+
+
+def test_the_kept_vocabularies_are_bounded_by_their_texts_characters():
+    kept = _Vocabularies(max_chars=10)
+    assert kept.get("Beta alpha") == ("alpha", "beta")  # 10 characters: kept
+    assert kept.get("Beta alpha") is kept.get("Beta alpha")  # from the cache
+    kept.get("gamma")  # 15 characters: the least recently used goes
+    assert list(kept._entries) == ["gamma"]
+    assert kept.get("delta " * VOCABULARY_TEXT_MAX) == ("delta",)  # a long text is read, never kept
+    assert list(kept._entries) == ["gamma"]
 
 
 def test_blocks_rank_by_distinct_terms_then_position_without_headings_or_repeats():

@@ -8,9 +8,10 @@ blocks: paragraphs, list items and code blocks, the places a section can be cut.
 from __future__ import annotations
 
 import bisect
-import functools
 import itertools
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -24,7 +25,7 @@ SUMMARY_TITLES = frozenset({"abstract", "summary", "overview", "introduction", "
 def term_count(text: str, terms: Sequence[str]) -> int:
     """How many distinct query terms the text holds (prefix match at a word start: a
     term, itself letters and digits, begins one of the text's words)."""
-    vocabulary = _vocabulary(text) if len(text) <= VOCABULARY_TEXT_MAX else _sorted_words(text)
+    vocabulary = _VOCABULARIES.get(text)
     count = 0
     for term in terms:
         # The words a term begins sort together, starting at the term's own place.
@@ -36,15 +37,47 @@ def term_count(text: str, terms: Sequence[str]) -> int:
 VOCABULARY_TEXT_MAX = 4096
 """Texts up to this many characters (paragraphs, list items, most sections) keep their
 sorted words: the same blocks are scored lookup after lookup."""
-VOCABULARIES_KEPT = 2048
-"""Texts whose words are kept (at most 8 MiB of text with their words)."""
+VOCABULARY_CHARS = 1 << 20
+"""Characters of text whose sorted words are kept, shared by every lookup in the process
+(with their words, a few MiB). The blocks a world's sixteen questions touch at limits 3, 5
+and 10 hold about 610,000 characters (2,600 texts, peps and eth): kept by count, 2,048
+texts, the questions asked in turn found almost none of theirs kept."""
 
 
 def _sorted_words(text: str) -> tuple[str, ...]:
     return tuple(sorted(set(words(text))))
 
 
-_vocabulary = functools.lru_cache(maxsize=VOCABULARIES_KEPT)(_sorted_words)
+class _Vocabularies:
+    """Each short text's sorted words, by the text itself, least recently used dropped
+    first once the texts kept pass `max_chars`."""
+
+    def __init__(self, max_chars: int = VOCABULARY_CHARS) -> None:
+        self.max_chars = max_chars
+        self._entries: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+        self._chars = 0
+        self._lock = threading.Lock()  # a gateway may select in several threads
+
+    def get(self, text: str) -> tuple[str, ...]:
+        with self._lock:
+            found = self._entries.get(text)
+            if found is not None:
+                self._entries.move_to_end(text)
+                return found
+        vocabulary = _sorted_words(text)
+        if len(text) > VOCABULARY_TEXT_MAX:
+            return vocabulary
+        with self._lock:
+            if text not in self._entries:
+                self._entries[text] = vocabulary
+                self._chars += len(text)
+                while self._chars > self.max_chars:
+                    dropped, _ = self._entries.popitem(last=False)
+                    self._chars -= len(dropped)
+        return vocabulary
+
+
+_VOCABULARIES = _Vocabularies()
 
 
 def whole_h1(outline: Outline) -> Section | None:
