@@ -55,11 +55,11 @@ def test_term_count_is_the_number_of_terms_beginning_some_word(pieces: list[str]
 
 def test_the_kept_vocabularies_are_bounded_by_their_texts_characters():
     kept = _Vocabularies(max_chars=10)
-    assert kept.get("Beta alpha") == ("alpha", "beta")  # 10 characters: kept
+    assert kept.get("Beta alpha") == "\0alpha\0beta"  # 10 characters: kept
     assert kept.get("Beta alpha") is kept.get("Beta alpha")  # from the cache
     kept.get("gamma")  # 15 characters: the least recently used goes
     assert list(kept._entries) == ["gamma"]
-    assert kept.get("delta " * VOCABULARY_TEXT_MAX) == ("delta",)  # a long text is read, never kept
+    assert kept.get("delta " * VOCABULARY_TEXT_MAX) == "\0delta"  # a long text is read, never kept
     assert list(kept._entries) == ["gamma"]
 
 
