@@ -11,7 +11,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from demarkus import auth
 from demarkus.client import Client
+from demarkus.errors import DemarkusError
 from demarkus.expand.document import Fetched
 from demarkus.expand.held import HeldDocuments
 from demarkus.expand.parsecache import PARSES, ParseCache
@@ -178,3 +182,40 @@ async def test_a_long_body_is_parsed_beside_the_event_loop(tmp_path: Path, monke
     assert all(seen[size] == main for size in short)  # a short body is parsed in place
     assert all(seen[size] != main for size in long)  # a long one on a worker thread
     PARSES.clear()
+
+
+async def test_callers_sharing_what_was_fetched_get_a_body_only_as_the_authority_vouches(
+    tmp_path: Path, tls_files
+) -> None:
+    """A gateway's callers share one `HeldDocuments`: a body one fetched is not sent again
+    for another who may read it, and one who may not is refused by the authority."""
+    file = tmp_path / "tokens.toml"
+    writer, alice, bob, carol = (auth.generate_token() for _ in range(4))
+    auth.add_grant(file, "writer", writer, ["/**"], ["publish"])
+    auth.add_grant(file, "alice", alice, ["/notes/**"], ["read"])
+    auth.add_grant(file, "bob", bob, ["/notes/**"], ["read"])
+    auth.add_grant(file, "carol", carol, ["/notes/alpha.md", "/notes/beta.md"], ["read"])
+    (tmp_path / "store").mkdir()
+    service = Service.open(tmp_path / "store", tokens=file)
+    for name in ("alpha", "beta", "gamma"):
+        body = f"# {name.title()}\n\n## Lease\n\nThe {name} lease heartbeat interval is 5 s.\n"
+        (await service.publish(f"/notes/{name}.md", body, token=writer)).raise_for_status()
+    fetches = count_fetches(service)
+    shared = HeldDocuments()
+    async with _over_quic(service, tls_files) as client:
+
+        def tools(token: str) -> Tools:
+            return Tools(LocalResolver(client, AUTHORITY, GraphStore(None), token=token, scope="/"), shared)
+
+        first = await tools(alice).lookup(QUERY, "/notes", None, 3, "body", 600)
+        assert shared.bodies == 3 and len(fetches) == 3
+        again = await tools(bob).lookup(QUERY, "/notes", None, 3, "body", 600)
+        assert again == first  # the same rows, printed from what alice's lookup fetched
+        assert (shared.bodies, shared.current, len(fetches)) == (3, 3, 3)  # bob's lookup named the etags
+
+        assert "gamma" not in await tools(carol).lookup(QUERY, "/notes", None, 3, "body", 600)
+        fetch = tools(carol)._fetcher()  # asked for gamma, held for the others: carol is refused
+        with pytest.raises(DemarkusError):
+            await fetch("/notes/gamma.md")
+        assert fetches[-1] == "/notes/gamma.md" and shared.bodies == 3
+    service.close()

@@ -57,6 +57,7 @@ from ..auth import hash_token
 from ..backend import Backend
 from ..client import Client
 from ..errors import BadRequestError
+from ..expand.held import SHARED_MAX_BYTES, HeldDocuments
 from ..mcp.server import build_server
 from ..mcp.tools import ToolFailure
 from ..service import Service
@@ -148,6 +149,9 @@ class Gateway:
         self._resolvers: dict[str, GatewayResolver] = {}
         self._buckets: dict[str, TokenBucket] = {}
         self.sessions = SessionTable(config.max_sessions_per_caller)
+        self.held = HeldDocuments(SHARED_MAX_BYTES)
+        """The documents every caller's lookups fetched: a body is sent once for all of
+        them, and reused for each only as the authority vouches (`expand.held`)."""
 
     def _open(self, name: str) -> Backend:
         world = self.config.worlds[name]
@@ -219,9 +223,9 @@ class Gateway:
         if call.session is not None:
             session = self.sessions.use(call.caller.name, call.session)
         if session is None:
-            return GatewayTools(resolver)
+            return GatewayTools(resolver, self.held)
         if session.tools is None:
-            session.tools = GatewayTools(resolver)
+            session.tools = GatewayTools(resolver, self.held)
         return session.tools
 
     def rate_wait(self, caller: CallerConfig) -> float | None:

@@ -156,11 +156,12 @@ def catalog_reason(query: str, otherwise: str = "this authority has no body matc
 class Tools:
     """One instance per MCP session: it remembers which documents it returned in full."""
 
-    def __init__(self, resolver: Resolver) -> None:
+    def __init__(self, resolver: Resolver, held: HeldDocuments | None = None) -> None:
         self.resolver = resolver
         self._returned: dict[str, tuple[str, str]] = {}
-        self.held = HeldDocuments()
-        """What this caller's lookups fetched, asked for again with `if-none-match`."""
+        self.held = held if held is not None else HeldDocuments()
+        """What the lookups fetched, asked for again with `if-none-match` (a gateway's
+        callers share theirs: see `expand.held`)."""
 
     def _resolve(self, url: str) -> Target:
         try:
@@ -359,7 +360,11 @@ class Tools:
             etag = self.held.etag(location)
             response = await target.backend.fetch(target.path, token=target.token, if_none_match=etag)
             if response.status == Status.NOT_MODIFIED and etag is not None:
-                return self.held.reuse(location)
+                reused = self.held.reuse(location, etag)
+                if reused is not None:
+                    return reused
+                # another caller's fetch replaced or dropped it meanwhile: ask for the body
+                response = await target.backend.fetch(target.path, token=target.token)
             if response.status != Status.OK:
                 response.raise_for_status()
                 raise BadRequestError(f"{location} answered {response.status}")
