@@ -21,9 +21,10 @@ LOOKUP's default limit of rows, ids and scores only (no snippets, no re-ranking)
   load alone swung from 1.6 to 2.6 times the build with what else the machine did).
 * **lookup**: body-match LOOKUP in process (`Service.handle`) and the index's `search`
   against the baseline query, query by query in turn (each round in another order of
-  the arms), over several rounds; ratios of medians. On the generated world the LOOKUP's service has an empty store beside the
-  index (a body LOOKUP reads only the index). On PEPs also the world's own questions (a
-  dozen content words each, as agents ask), on the baseline query and the LOOKUP.
+  the arms), over several rounds; ratios of medians. On the generated world the
+  LOOKUP's service has an empty store beside the index (a body LOOKUP reads only the
+  index). On PEPs also the world's own questions (a dozen content words each, as agents
+  ask), on the baseline query and the LOOKUP.
 """
 
 from __future__ import annotations
@@ -105,8 +106,8 @@ def side_by_side(
     latency summary over all samples and the median of the per-round p50s.
 
     Each round takes the next order of the arms (all their orders in turn), so over a
-    multiple of their count each arm runs as often straight after each other arm as
-    before it: an arm run right after another on the same query finds the caches that
+    multiple of the number of orders each arm runs as often straight after each other
+    arm as before it: an arm run right after another on the same query finds the caches that
     one warmed (LOOKUP and `index.search` read the same rows; in a fixed order, LOOKUP's
     cost over `index.search` was about 0.2 ms with LOOKUP first and 0.1 ms with it
     second, peps, p50 3.4 to 3.9 ms)."""

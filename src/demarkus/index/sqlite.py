@@ -908,9 +908,9 @@ class _Stemmer:
     def matching(self, texts: Sequence[frozenset[str] | set[str]], wanted: AbstractSet[str]) -> list[set[str]]:
         """For each text's distinct words, those with a token in `wanted`: `stems` without
         building a list for every word of a long text (most are cached and most do not
-        match). The words no text's lookup remembers are tokenized together, in one pass
-        of the scratch table (a search's ten snippet texts shown for the first time
-        cost ten passes before)."""
+        match). The words not remembered yet, of all the texts, are tokenized together in
+        one pass of the scratch table (the ten snippet texts of a search shown for the
+        first time took ten passes before)."""
         held = self._held
         # the words not remembered first: one remembered after this is already filed
         # under its tokens below
