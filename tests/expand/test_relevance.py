@@ -6,8 +6,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from demarkus.expand.relevance import (
+    _KEPT,
     VOCABULARY_TEXT_MAX,
-    _Vocabularies,
+    _kept_vocabulary,
     is_field_list,
     lead_sections,
     ranked_blocks,
@@ -53,14 +54,12 @@ def test_term_count_is_the_number_of_terms_beginning_some_word(pieces: list[str]
     assert term_count(long, terms) == expected
 
 
-def test_the_kept_vocabularies_are_bounded_by_their_texts_characters():
-    kept = _Vocabularies(max_chars=10)
-    assert kept.get("Beta alpha") == "\0alpha\0beta"  # 10 characters: kept
-    assert kept.get("Beta alpha") is kept.get("Beta alpha")  # from the cache
-    kept.get("gamma")  # 15 characters: the least recently used goes
-    assert list(kept._entries) == ["gamma"]
-    assert kept.get("delta " * VOCABULARY_TEXT_MAX) == "\0delta"  # a long text is read, never kept
-    assert list(kept._entries) == ["gamma"]
+def test_a_short_texts_vocabulary_is_kept_and_a_long_ones_is_not():
+    short = "Beta alpha, and beta again"
+    assert _kept_vocabulary(short) == "\0again\0alpha\0and\0beta"
+    assert _kept_vocabulary(short) is _kept_vocabulary(short)  # kept
+    long = "delta " * VOCABULARY_TEXT_MAX
+    assert _kept_vocabulary(long) == "\0delta" and long not in _KEPT.texts()
 
 
 def test_blocks_rank_by_distinct_terms_then_position_without_headings_or_repeats():

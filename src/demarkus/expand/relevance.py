@@ -11,13 +11,12 @@ import bisect
 import functools
 import itertools
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..index.query import words
 from ..markdown import Outline, Section
+from ..textcache import TextCache
 
 SUMMARY_TITLES = frozenset({"abstract", "summary", "overview", "introduction", "synopsis", "tl;dr", "tldr"})
 """Headings under which a document says what it is."""
@@ -28,7 +27,7 @@ def term_count(text: str, terms: Sequence[str]) -> int:
     term, itself letters and digits, begins one of the text's words)."""
     # each word follows a separator no word holds: a term begins a word where the
     # separator and the term occur together, found by one substring search
-    return sum(map(_VOCABULARIES.get(text).__contains__, _led(tuple(terms))))
+    return sum(map(_kept_vocabulary(text).__contains__, _led(tuple(terms))))
 
 
 _SEPARATOR = "\0"
@@ -56,36 +55,17 @@ def _vocabulary(text: str) -> str:
     return "".join(_SEPARATOR + word for word in sorted(set(words(text))))
 
 
-class _Vocabularies:
-    """Each short text's vocabulary (`_vocabulary`), by the text itself, least recently
-    used dropped first once the texts kept pass `max_chars`."""
+_KEPT: TextCache[str] = TextCache(VOCABULARY_CHARS)
 
-    def __init__(self, max_chars: int = VOCABULARY_CHARS) -> None:
-        self.max_chars = max_chars
-        self._entries: OrderedDict[str, str] = OrderedDict()
-        self._chars = 0
-        self._lock = threading.Lock()  # a gateway may select in several threads
 
-    def get(self, text: str) -> str:
-        with self._lock:
-            found = self._entries.get(text)
-            if found is not None:
-                self._entries.move_to_end(text)
-                return found
+def _kept_vocabulary(text: str) -> str:
+    """`_vocabulary`, kept for a short text (`VOCABULARY_TEXT_MAX`)."""
+    vocabulary = _KEPT.get(text)
+    if vocabulary is None:
         vocabulary = _vocabulary(text)
-        if len(text) > VOCABULARY_TEXT_MAX:
-            return vocabulary
-        with self._lock:
-            if text not in self._entries:
-                self._entries[text] = vocabulary
-                self._chars += len(text)
-                while self._chars > self.max_chars:
-                    dropped, _ = self._entries.popitem(last=False)
-                    self._chars -= len(dropped)
-        return vocabulary
-
-
-_VOCABULARIES = _Vocabularies()
+        if len(text) <= VOCABULARY_TEXT_MAX:
+            _KEPT.put(text, vocabulary)
+    return vocabulary
 
 
 def whole_h1(outline: Outline) -> Section | None:

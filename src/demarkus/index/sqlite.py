@@ -39,7 +39,6 @@ import json
 import logging
 import sqlite3
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager, suppress
@@ -51,6 +50,7 @@ from ..catalog import CatalogEntry, Filter, derive_title, parse_importance, pars
 from ..errors import BadRequestError, IndexDamagedError
 from ..markdown.sections import Outline, parse_outline
 from ..protocol import MAX_QUERY_TERMS, normalize_scope
+from ..textcache import TextCache
 from .base import SectionHit
 from .counts import MAX_CACHED_KEY, CountCache
 from .pool import ReaderPool
@@ -822,33 +822,19 @@ class _Views:
 
     def __init__(self, max_chars: int = VIEW_CACHE_CHARS) -> None:
         self.max_chars = max_chars
-        self._entries: OrderedDict[str, _View] = OrderedDict()
-        self._chars = 0
-        self._lock = threading.Lock()  # the gateway searches in several threads
+        self._kept: TextCache[_View] = TextCache(max_chars)
 
     def get(self, text: str) -> _View:
-        with self._lock:
-            found = self._entries.get(text)
-            if found is not None:
-                self._entries.move_to_end(text)
+        found = self._kept.get(text)
         if found is not None:
             if found.bounds is None:
                 found = found._replace(bounds=word_bounds(text))
-                with self._lock:
-                    if text in self._entries:
-                        self._entries[text] = found
+                self._kept.update(text, found)
             return found
         split = tuple(tokens(text))
         view = _View(split, frozenset(split if text.isascii() else words(text)), None)  # the same for ASCII
-        if len(text) * 10 > self.max_chars:
-            return view
-        with self._lock:
-            if text not in self._entries:
-                self._entries[text] = view
-                self._chars += len(text)
-                while self._chars > self.max_chars:
-                    dropped, _ = self._entries.popitem(last=False)
-                    self._chars -= len(dropped)
+        if len(text) * 10 <= self.max_chars:
+            self._kept.put(text, view)
         return view
 
 
