@@ -228,6 +228,9 @@ def _error_message(body: str) -> str:
 _PLAIN = re.compile(r"[A-Za-z_/][A-Za-z0-9_./+=@~-]*(?: [A-Za-z0-9_./+=@~-]+)*")
 _YAML_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"})
 _LINE = re.compile(r"([a-z0-9][a-z0-9-]*): (.*)")
+_QUOTED_AS_IS = re.compile(r'"([^"\\\x00-\x1f]*)"')
+"""A double-quoted value with no escape and no control character: JSON decodes it to
+what stands between the quotes (dates and numbers, as `encode_metadata` writes them)."""
 
 
 def _scalar(value: str) -> str:
@@ -263,6 +266,10 @@ def _parse_simple(text: str) -> dict[str, str] | None:
             return None
         key, value = found.groups()
         if value.startswith('"'):
+            as_is = _QUOTED_AS_IS.fullmatch(value)
+            if as_is is not None:
+                out[key] = as_is.group(1)
+                continue
             try:
                 decoded = json.loads(value)
             except ValueError:
