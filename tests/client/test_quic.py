@@ -165,6 +165,29 @@ async def test_a_slow_answer_fails_alone_and_the_shared_connection_carries_on(au
     assert len(authority.stopped) == 1  # and the authority was told to drop the answer given up
 
 
+async def test_a_caller_who_leaves_has_its_answer_stopped_and_the_connection_carries_on(
+    authority: ScriptedAuthority, tls_files
+):
+    async with scripted_client(authority, tls_files[0], timeout=5, answer_timeout=20) as client:
+        assert (await client.fetch("/a.md")).status == "ok"
+        connection = client.connection
+        assert connection is not None
+        leaving = asyncio.create_task(client.fetch("/never.md"))
+        while authority.seen["/never.md"] == 0:
+            await asyncio.sleep(0.01)
+        leaving.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await leaving
+        for _ in range(200):  # the STOP_SENDING is on its way
+            if authority.stopped:
+                break
+            await asyncio.sleep(0.01)
+        assert len(authority.stopped) == 1
+        assert not connection._answers  # nothing is kept for the answer nobody waits for
+        assert (await client.fetch("/b.md")).body == b"/b.md"
+        assert client.connection is connection
+
+
 async def test_a_write_whose_answer_is_late_is_outcome_unknown_and_the_connection_stays(
     authority: ScriptedAuthority, tls_files
 ):

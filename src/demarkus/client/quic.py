@@ -333,10 +333,10 @@ class Client(VerbMethods):
             self._detach(protocol)
             raise
         finally:
-            if not answer.done():
-                protocol.abandon(stream_id)
-            elif not answer.cancelled():
-                answer.exception()  # seen: a failure after the caller left is not "never retrieved"
+            # Whatever ended the wait (a timeout, the caller leaving), an answer still
+            # arriving is dropped and the authority asked to stop; after a whole answer
+            # the stream is already gone and this does nothing.
+            protocol.abandon(stream_id)
         try:
             return parse_response(raw)
         except BadRequestError as exc:
@@ -345,6 +345,11 @@ class Client(VerbMethods):
     async def _wait(self, protocol: MarkConnection, answer: asyncio.Future[bytes]) -> bytes:
         """The answer, as long as the authority keeps sending and `answer_timeout` holds.
 
+        One timer watches the wait (not `asyncio.wait`'s waiter, set and timer on every
+        request): at each check it fails the answer or pings the authority halfway through
+        a silence, and sets itself again. Awaited directly, the answer is cancelled if the
+        caller leaves; the caller then abandons its stream.
+
         Raises:
             _Silent: nothing arrived for `timeout` seconds (a ping halfway included).
             _Slow: the authority is up but the answer took longer than `answer_timeout`.
@@ -352,21 +357,34 @@ class Client(VerbMethods):
         loop = asyncio.get_running_loop()
         sent = loop.time()
         limit = sent + self._answer_timeout
-        while not answer.done():
+        timer: asyncio.TimerHandle | None = None
+
+        def check() -> None:
+            nonlocal timer
+            if answer.done():
+                return
             now = loop.time()
             heard = max(protocol.heard, sent)
             if now - heard >= self._timeout:
-                raise _Silent(f"{self.authority} sent nothing for {self._timeout:g} s")
+                answer.set_exception(_Silent(f"{self.authority} sent nothing for {self._timeout:g} s"))
+                return
             if now >= limit:
-                raise _Slow(f"no answer within {self._answer_timeout:g} s")
+                answer.set_exception(_Slow(f"no answer within {self._answer_timeout:g} s"))
+                return
             halfway = heard + self._timeout / 2
             if now >= halfway:
                 protocol.poke()
                 wake = heard + self._timeout
             else:
                 wake = halfway
-            await asyncio.wait((answer,), timeout=max(0.0, min(wake, limit) - now))
-        return answer.result()
+            timer = loop.call_at(min(wake, limit), check)
+
+        check()
+        try:
+            return await answer
+        finally:
+            if timer is not None:
+                timer.cancel()
 
 
 def _cause(exc: BaseException | None) -> str:
