@@ -337,6 +337,8 @@ class Client(VerbMethods):
             # arriving is dropped and the authority asked to stop; after a whole answer
             # the stream is already gone and this does nothing.
             protocol.abandon(stream_id)
+            if answer.done() and not answer.cancelled():
+                answer.exception()  # seen: a failure after the caller left is not "never retrieved"
         try:
             return parse_response(raw)
         except BadRequestError as exc:
