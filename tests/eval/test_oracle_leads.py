@@ -17,6 +17,8 @@ matches: 2
 
 Evidence of b.
 
+[sub-sections not shown: #x-1, #x-2]
+
 >>> /c.md/v1 (via /b.md/v2 supersedes)
 
 Evidence of c.
@@ -41,7 +43,7 @@ def test_a_lookup_shows_rows_blocks_stubs_relations_and_omissions_as_leads() -> 
     assert leads.order == ["/a.md", "/b.md", "/c.md", "/quoted.md", "/d.md", "/e.md", "/f.md", "/g.md"]
     assert leads.anchors == {
         "/a.md": {"intro"},
-        "/b.md": {"x", "y"},
+        "/b.md": {"x", "x-1", "x-2", "y"},
         "/c.md": set(),
         "/quoted.md": set(),
         "/d.md": set(),
@@ -70,3 +72,13 @@ def test_a_required_document_not_yet_visible_sends_the_oracle_to_explore_what_it
     first = oracle._next(missing, leads, set(), set())
     assert first == ("mark_explore", {"url": leads.order[0]})
     assert oracle._next(missing, leads, set(), set(leads.order)) is None
+
+
+def test_a_sub_section_named_as_not_shown_is_fetched_by_its_anchor() -> None:
+    """A reader told which sub-sections a block left out asks for the one it needs, not
+    for the whole document."""
+    leads = Leads()
+    leads.absorb("mark_lookup", {}, LOOKUP)
+    oracle = OracleReader(None, {})  # type: ignore[arg-type]  # `_next` reads only its arguments
+    missing = [Evidence("/b.md", 2, "x-2", "the quote")]
+    assert oracle._next(missing, leads, set(), set()) == ("mark_fetch", {"url": "/b.md/v2#x-2"})

@@ -106,3 +106,16 @@ def test_blocks_lists_only_the_evidence_blocks_in_order():
         + frames.closing(1, 1, 1, 50, 60)
     )
     assert [(str(b.location), b.text) for b in frames.blocks(text)] == [("/a.md/v1#x", "one"), ("/b.md/v2", "two")]
+
+
+@given(_locations, st.lists(st.sampled_from(["intro", "step-1-check-quorum", "a_b", "x.y"]), min_size=1, max_size=4))
+def test_the_sub_sections_a_block_names_as_not_shown_read_back_in_its_document(location: Location, anchors):
+    (block,) = frames.parse(frames.block(str(location), "Some text.\n\n" + frames.subsections_not_shown(anchors)))
+    assert isinstance(block, Block)
+    assert frames.hidden_subsections(block) == [Location(location.path, location.version, a) for a in anchors]
+
+
+def test_a_block_without_the_note_names_no_hidden_sub_section():
+    (block,) = frames.parse(frames.block("/a.md/v1#x", "It says [sub-sections not shown: #y] in passing."))
+    assert isinstance(block, Block)
+    assert frames.hidden_subsections(block) == []

@@ -5,7 +5,8 @@ It follows its policy literally:
   (`demarkus.index.query.content_words`), match=body, the question's scope, the policy's
   limit and (budget-first) budget;
 - afterwards it acts only on locations seen in earlier tool results (table rows, frames,
-  relation lines, links, outlines, relations, version lists); the rubric is used only to
+  the sub-sections a block names as not shown, relation lines, links, outlines, relations,
+  version lists); the rubric is used only to
   pick which visible lead to take next and to know when every required quote has been
   seen (by the scorer's own provenance rule);
 - when the rubric's evidence spans several documents (the policies' lineage, supersession
@@ -119,9 +120,10 @@ class Leads:
 
     def _absorb_lookup(self, output: str) -> None:
         """The rows of the table, then every frame (`frames.parse`) in order: a block's
-        location (and any table row quoted in its text), the location of a row shown
-        `within` or as `same text as` an earlier block, each target of a `rel:` line, and
-        the locations named as not fitting. Frames on another authority are not leads."""
+        location (with any table row quoted in its text and the sub-sections it names as not
+        shown), the location of a row shown `within` or as `same text as` an earlier block,
+        each target of a `rel:` line, and the locations named as not fitting. Frames on
+        another authority are not leads."""
         lines = output.splitlines()
         first = next((i for i, line in enumerate(lines) if line.startswith(frames.FRAME)), len(lines))
         self._add_rows(lines[:first])
@@ -129,6 +131,8 @@ class Leads:
             if isinstance(frame, frames.Block):
                 self._add_framed(frame.location)
                 self._add_rows(frame.text.splitlines())
+                for hidden in frames.hidden_subsections(frame):
+                    self._add_framed(hidden)
             elif isinstance(frame, (frames.Within, frames.SameText)):
                 self._add_framed(frame.location)
             elif isinstance(frame, frames.Relation):

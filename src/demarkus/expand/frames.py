@@ -47,6 +47,7 @@ _UNLISTED = re.compile(r"\Arel: (\S+) declares ([0-9]+) relations; fetch it to s
 _OMITTED = re.compile(r"(\S+) \(~([0-9]+) tokens\)")
 _OMITTED_MORE = re.compile(r" \+([0-9]+) more\Z")
 _OMITTED_COUNT = re.compile(r"\A([0-9]+) blocks?\Z")
+_HIDDEN = re.compile(r"^\[sub-sections not shown: (#\S+(?:, #\S+)*)\]$", re.M)
 _FETCH_LIMIT = re.compile(r"\Afetch limit of ([0-9]+) documents reached; ([0-9]+) not fetched\Z")
 _CLOSING = re.compile(
     r"\Aexpanded ([0-9]+) of ([0-9]+) rows(?: and ([0-9]+) related documents?)?; used ([0-9]+) of ([0-9]+) tokens\Z"
@@ -282,6 +283,16 @@ def parse(text: str) -> list[Frame]:
             lines.append(raw[1:] if _GUARDED.match(raw) else raw)
     close()
     return frames
+
+
+def hidden_subsections(block: Block) -> list[Location]:
+    """The sub-sections `block` names as not shown (`[sub-sections not shown: #a, #b]`),
+    as locations in the block's document and version, in order."""
+    return [
+        Location(block.location.path, block.location.version, anchor[1:])
+        for found in _HIDDEN.finditer(block.text)
+        for anchor in found.group(1).split(", ")
+    ]
 
 
 def blocks(text: str) -> list[Block]:
