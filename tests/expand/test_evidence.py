@@ -307,6 +307,20 @@ def test_a_stale_document_says_so_once_on_its_first_block():
     assert [b.stale for b in frames.blocks(selection.text)] == ["withdrawn", "", ""]
 
 
+def test_a_stale_rows_lead_follows_its_block_before_the_next_row():
+    """What made a text stale (its withdrawal notice) is read with it, not after the later
+    rows: a current document's lead still waits for the leftovers."""
+    old = "# Old\n\nWithdrawn in 2024: the quorum moved to the new runbook.\n\n## Steps\n\nRestore the quorum first.\n"
+    new = "# New\n\nThe current runbook.\n\n## Steps\n\nRestore the quorum at once.\n"
+    world = World({"/old.md": (old, {"status": "withdrawn"}), "/new.md": (new, {"status": "final"})})
+    _, selection, _ = run(world, [("/old.md", "steps"), ("/new.md", "steps")], 1500, "restore quorum")
+    headers = [line[4:] for line in selection.text.splitlines() if line.startswith(">>> /")]
+    assert headers == ["/old.md/v3#steps (withdrawn)", "/old.md/v3#old", "/new.md/v3#steps", "/new.md/v3#new"]
+    assert "Withdrawn in 2024: the quorum moved to the new runbook." in frames.blocks(selection.text)[1].text
+    reasons = [d.why for d in selection.decisions if d.location == "/old.md/v3#old"]
+    assert reasons == ["row 1, stale: lead, first paragraph: what it says it is"]
+
+
 def test_a_related_document_without_a_titled_summary_shows_its_paragraphs_holding_the_query_terms():
     filler = "".join(f"## Detail {i}\n\n" + "Unrelated words here. " * 40 + "\n\n" for i in range(12))
     target = (

@@ -15,10 +15,9 @@ from collections.abc import Sequence
 from .candidates import Candidate, passages
 from .document import Document
 from .hop import Related
-from .ledger import MAX_RELATED, WHOLE_FLOOR, Action, size
+from .ledger import MAX_RELATED, Action
 from .page import Page, Pending
-from .relevance import lead_sections, term_count
-from .show import print_relations, show_excerpt, show_leading, show_new, show_one
+from .show import print_relations, show_excerpt, show_leading, show_leads, show_new
 
 PENDING_PASSAGES = 8
 """Passages tried, for a block that did not fit whole, with the budget left at the end."""
@@ -29,38 +28,14 @@ def show_leftovers(
 ) -> list[Document]:
     """Spend what is left; returns related documents that printed here for the first time."""
     page.ledger.keep_first_listed()
-    _show_leads(page, docs, 1, terms)
+    show_leads(page, docs, 1, terms)
     for item in related:
         for group in item.more:
             for cand in group:
                 if show_new(page, item.doc, cand, "more of a related document"):
                     break
-    _show_leads(page, docs, None, terms)
+    show_leads(page, docs, None, terms)
     return _show_pending(page, docs, terms)
-
-
-def _show_leads(page: Page, docs: Sequence[Document], most: int | None, terms: Sequence[str]) -> None:
-    """The leads (banner, summary) of the documents, in page order: their first paragraph
-    (`most=1`; a short lead whole) or the rest of each, whole or its leading blocks. A
-    related document's lead only when it holds a query term, as its paragraphs print only
-    then (its header already names it stale when it is)."""
-    turn = "lead, first paragraph" if most == 1 else "lead"
-    leads = [
-        (doc, Candidate(s.anchor, s.start, s.own_end, "what it says it is"))
-        for doc in docs
-        if doc not in page.pinned
-        for s in lead_sections(doc.outline)
-        if doc not in page.via or not terms or term_count(doc.text(s.start, s.own_end), terms)
-    ]
-    for doc, cand in leads:
-        if page.covering(doc, cand.start, cand.end) is not None or page.same_text(doc, cand.start, cand.end):
-            continue
-        blocks = len([c for c in doc.cuts if cand.start < c < cand.end])
-        # whole when that is its first paragraph, or when it is short: a lead of a paragraph
-        # or two is not held back (WHOLE_FLOOR), as a row's block is not
-        whole = most is None or blocks <= 1 or size(doc.text(cand.start, cand.end)) <= WHOLE_FLOOR
-        if not (whole and show_one(page, doc, cand, turn) is None):
-            show_leading(page, doc, cand, turn, most)
 
 
 def _show_pending(page: Page, docs: Sequence[Document], terms: Sequence[str]) -> list[Document]:

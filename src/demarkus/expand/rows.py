@@ -5,7 +5,8 @@ The strongest match prints first, narrower when its sub-sections would crowd the
 every later row prints whole only within its allowance (the ledger's `row_allowance`),
 and a block over it waits for the leftovers. After each row the ledger keeps room for the
 first block of every related target known so far that the hop keeps room for
-(`hop.keeps_room`), so the rows cannot crowd out the hop.
+(`hop.keeps_room`), so the rows cannot crowd out the hop; then a stale document's lead
+(its status banner, its summary) prints its first paragraph, in the room left.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from .document import MAX_FETCHES, Document, Fetcher, FetchFailed
 from .hop import Hop
 from .ledger import Action, size
 from .page import Page, Pending
-from .show import omit, print_relations, show, show_note
+from .show import omit, print_relations, show, show_leads, show_note
 from .table import TableRow
 
 
@@ -55,6 +56,11 @@ async def show_rows(
             omit(page, got, row.location, shown.need, shown.unfit, turn, related=False)
         unfetched = fetcher.unknown({later.document for later in rows[index + 1 :]})
         ledger.reserve("hop", await hop.room(order, fetcher, unfetched))
+        if shown.printed and got.stale:
+            # stale text is read with what made it stale (a withdrawal notice, "superseded
+            # by ... on ..."), not after the later rows: its lead follows at once, in the
+            # room the hop's reservation leaves
+            show_leads(page, [got], 1, terms, f"{turn}, stale: lead, first paragraph")
     ledger.reserve("hop", 0)
     return order
 

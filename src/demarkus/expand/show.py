@@ -1,5 +1,6 @@
 """Putting a candidate on the page: whole, as a one-line stub when its text is already
-there, cut after its leading blocks, or as an excerpt of its best paragraphs. Pure.
+there, cut after its leading blocks, or as an excerpt of its best paragraphs; and a
+document's lead (its banner and summary), for the rows' turn and the leftovers'. Pure.
 
 Every function asks the ledger whether a text fits and records why it printed; none
 counts tokens itself.
@@ -13,8 +14,9 @@ from dataclasses import dataclass
 from . import frames
 from .candidates import Candidate, Plan
 from .document import Document
-from .ledger import Action, size
+from .ledger import WHOLE_FLOOR, Action, size
 from .page import Page, Pending, Uncovered
+from .relevance import lead_sections, term_count
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,3 +245,30 @@ def _elided(shown: Uncovered) -> str:
     if not shown.elided:
         return ""
     return f" ({len(shown.elided)} part{'s' if len(shown.elided) != 1 else ''} already on the page left out)"
+
+
+def show_leads(
+    page: Page, docs: Sequence[Document], most: int | None, terms: Sequence[str], turn: str | None = None
+) -> None:
+    """The leads (banner, summary) of the documents, in page order: their first paragraph
+    (`most=1`; a short lead whole) or the rest of each, whole or its leading blocks. A
+    related document's lead only when it holds a query term, as its paragraphs print only
+    then (its header already names it stale when it is). `turn` names the turn in the
+    decisions (a lead's own by default)."""
+    turn = turn or ("lead, first paragraph" if most == 1 else "lead")
+    leads = [
+        (doc, Candidate(s.anchor, s.start, s.own_end, "what it says it is"))
+        for doc in docs
+        if doc not in page.pinned
+        for s in lead_sections(doc.outline)
+        if doc not in page.via or not terms or term_count(doc.text(s.start, s.own_end), terms)
+    ]
+    for doc, cand in leads:
+        if page.covering(doc, cand.start, cand.end) is not None or page.same_text(doc, cand.start, cand.end):
+            continue
+        blocks = len([c for c in doc.cuts if cand.start < c < cand.end])
+        # whole when that is its first paragraph, or when it is short: a lead of a paragraph
+        # or two is not held back (WHOLE_FLOOR), as a row's block is not
+        whole = most is None or blocks <= 1 or size(doc.text(cand.start, cand.end)) <= WHOLE_FLOOR
+        if not (whole and show_one(page, doc, cand, turn) is None):
+            show_leading(page, doc, cand, turn, most)
