@@ -100,9 +100,9 @@ def test_a_budgeted_lookup_prints_what_mark_lookup_prints_then_why(demo_root: Pa
     result, _, decisions = explained.stdout.partition("\n\ndecisions: ")
     assert result + "\n" == plain.stdout
     lines = decisions.splitlines()
-    assert lines[0] == "561 of 600 tokens spent; a figure in brackets was not spent"
+    assert lines[0] == "580 of 600 tokens spent; a figure in brackets was not spent"
     spent = [int(line.split()[0]) for line in lines[1:] if not line.split()[0].startswith("(")]
-    assert sum(spent) == 561  # the closing count: "used 561 of 600 tokens"
+    assert sum(spent) == 580  # the closing count: "used 580 of 600 tokens"
     assert "  (184)  omit       /operations/configuration.md#example — row 2: did not fit" in explained.stdout
     refused = cli(*args, "--explain")
     assert refused.returncode == 2 and "--explain needs --budget" in refused.stderr

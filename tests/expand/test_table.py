@@ -54,20 +54,20 @@ def test_text_without_a_table_is_not_a_table():
     assert Table.parse("status: not-found\n\nno such scope\n") is None
 
 
-def test_a_budgeted_table_drops_the_snippet_column_and_keeps_escaped_pipes():
+def test_a_budgeted_table_drops_the_snippet_and_tags_columns_and_keeps_escaped_pipes():
     head = _head([LookupRow("/a|b.md", 0.8, "T | U", ("t",), anchor="x", heading="H", snippet="snip | pet")])
     table = Table.parse(head)
     assert table is not None
     compact = table.compact().render()
-    assert "| Path | Importance | Title | Tags |\n|------|------------|-------|------|\n" in compact
-    assert "| /a\\|b.md#x | 0.80 | T \\| U › H | t |\n" in compact
-    assert "snip" not in compact
+    assert "| Path | Importance | Title |\n|------|------------|-------|\n" in compact
+    assert "| /a\\|b.md#x | 0.80 | T \\| U › H |\n" in compact
+    assert "snip" not in compact and "Tags" not in compact
     assert table.compact().rows[0].location == table.rows[0].location == "/a|b.md#x"
     catalog = Table.parse(_head([LookupRow("/a.md", 0.8, "T", ("t",))], body_match=False))
     assert catalog is not None and catalog.compact() == catalog
 
 
-def test_a_budgeted_table_ditto_marks_the_title_and_tags_of_the_document_above():
+def test_a_budgeted_table_ditto_marks_the_title_of_the_document_above():
     rows = [
         LookupRow("/a|b.md", 0.7, "T | U", ("t", "u"), anchor="x", heading="First", snippet="s"),
         LookupRow("/a|b.md", 0.7, "T | U", ("t", "u"), anchor="y", heading="Second › part", snippet="s"),
@@ -79,10 +79,10 @@ def test_a_budgeted_table_ditto_marks_the_title_and_tags_of_the_document_above()
     assert table is not None
     compact = table.compact().render()
     assert compact.splitlines()[-4:] == [
-        "| /a\\|b.md#x | 0.70 | T \\| U › First | t, u |",
-        "| /a\\|b.md#y | 0.70 | ″ › Second › part | ″ |",  # the same document as the row above
-        "| /c.md#z | 0.50 | T \\| U › Other | t, u |",  # another document: said in full
-        "| /a\\|b.md#w | 0.70 | T \\| U › Again | t, u |",  # not the row above: said in full again
+        "| /a\\|b.md#x | 0.70 | T \\| U › First |",
+        "| /a\\|b.md#y | 0.70 | ″ › Second › part |",  # the same document as the row above
+        "| /c.md#z | 0.50 | T \\| U › Other |",  # another document: said in full
+        "| /a\\|b.md#w | 0.70 | T \\| U › Again |",  # not the row above: said in full again
     ]
     assert [row.location for row in table.compact().rows] == [row.location for row in table.rows]
     assert count_tokens(compact) < count_tokens(head)

@@ -219,7 +219,7 @@ async def test_a_budgeted_lookup_lists_its_decisions_beside_the_text(demo_server
     assert budgeted.structured_content == {"result": text}
     assert decisions[0] == {
         "location": "",
-        "tokens": 155,
+        "tokens": 114,
         "action": "table",
         "why": "the envelope and the table of 3 rows",
     }

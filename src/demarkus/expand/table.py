@@ -103,26 +103,29 @@ class Table:
         return replace(self, scope=name(self.scope), rows=rows)
 
     def compact(self) -> Table:
-        """The table as a budgeted lookup prints it, so no byte is paid for twice: without
-        its Snippet column (the evidence blocks show that text), and with a row on the same
-        document as the row above printing `″ › Heading` and `″` instead of repeating the
-        document's title and tags. A catalog table (no Snippet column) is returned as is."""
+        """The table as a budgeted lookup prints it, so no byte is paid for twice and none
+        for what the evidence does not need: without its Snippet column (the evidence
+        blocks show that text) and its Tags column (filter keys such as `status:final,
+        type:standards-track`, the same on most rows of a corpus; a stale document's block
+        names its status), and with a row on the same document as the row above printing
+        `″ › Heading` instead of repeating the document's title. A catalog table (no
+        Snippet column) is returned as is."""
         if not self.snippets:
             return self
         rows: list[TableRow] = []
-        above: tuple[str, str, str] | None = None  # document, title prefix, tags of the row above
+        above: tuple[str, str] | None = None  # document and title prefix of the row above
         for row in self.rows:
-            cells = row.cells[:-1] if row.cells else row.cells
-            if len(cells) == 3:
-                title, tags = cells[1].strip(), cells[2].strip()
-                if above is not None and above[0] == row.document and title.startswith(above[1]) and tags == above[2]:
-                    cells = (cells[0].strip(), f"{DITTO} › {title[len(above[1]) :]}", DITTO)
+            cells = row.cells[:-2]  # importance and title
+            if len(cells) == 2:
+                title = cells[1].strip()
+                if above is not None and above[0] == row.document and title.startswith(above[1]):
+                    cells = (cells[0].strip(), f"{DITTO} › {title[len(above[1]) :]}")
                 else:
-                    above = (row.document, title.split(" › ", 1)[0] + " › ", tags)
+                    above = (row.document, title.split(" › ", 1)[0] + " › ")
             rows.append(replace(row, cells=cells))
         pipes = _pipes(self.rule)
-        rule = self.rule[: pipes[-2] + 1] if len(pipes) >= 2 else self.rule
-        return replace(self, columns=self.columns[:-1], rule=rule, rows=tuple(rows))
+        rule = self.rule[: pipes[-3] + 1] if len(pipes) >= 3 else self.rule
+        return replace(self, columns=self.columns[:-2], rule=rule, rows=tuple(rows))
 
     def render(self) -> str:
         rows = [
