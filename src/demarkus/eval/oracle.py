@@ -6,9 +6,8 @@ It follows its policy literally:
   limit and (budget-first) budget;
 - afterwards it acts only on locations seen in earlier tool results (table rows, frames,
   the sub-sections a block names as not shown, relation lines, links, outlines, relations,
-  version lists); the rubric is used only to
-  pick which visible lead to take next and to know when every required quote has been
-  seen (by the scorer's own provenance rule);
+  version lists); the rubric is used only to pick which visible lead to take next and to
+  know when every required quote has been seen (by the scorer's own provenance rule);
 - when the rubric's evidence spans several documents (the policies' lineage, supersession
   and dependency questions; the oracle never reads the category) a link inside a fetched
   body is not a lead: the related document must come from the lookup (rows, frames,

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from ..render import escape_cell
 
 DITTO = "″"
-"""Stands, in a budgeted table, for the document title or tags of the row above."""
+"""Stands, in a budgeted table, for the document title of the row above."""
 HEADING = "# Lookup matches for "
 _SCOPE = '" in /'
 
