@@ -77,6 +77,23 @@ def test_a_whole_document_fetch_counts_as_observation(world):  # type: ignore[no
     assert score_attempt(Q, rubric["q01"], calls, answer(CITES), corpus)["correct"]
 
 
+def test_a_section_outline_counts_its_own_text_and_a_document_outline_counts_nothing(world):  # type: ignore[no-untyped-def]
+    corpus, rubric = world
+    whole = corpus.outline(PATH, 1).body.decode()
+    outlined = "mode: outline\nsize: 9000 bytes, 200 lines\n"
+    # a large section answers with its own text first: the text it shows was observed
+    as_section = [
+        {**call, "output": call["output"].replace("\nsection: ", "\n" + outlined + "section: ", 1)}
+        for call in observed_both(corpus)
+    ]
+    assert score_attempt(Q, rubric["q01"], as_section, answer(CITES), corpus)["correct"]
+    # a large document's outline holds headings and an opening, not the document's text
+    as_document = [
+        {**fetch(PATH, whole), "output": fetch(PATH, whole)["output"].replace("\n\n", "\n" + outlined + "\n", 1)}
+    ]
+    assert not score_attempt(Q, rubric["q01"], as_document, answer(CITES), corpus)["correct"]
+
+
 def test_an_unobserved_quote_is_not_a_valid_citation(world):  # type: ignore[no-untyped-def]
     corpus, rubric = world
     calls = observed_both(corpus)[:1]

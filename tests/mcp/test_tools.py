@@ -198,6 +198,19 @@ async def test_writes_and_the_outline_of_large_documents(tmp_path: Path):
         assert outline.rstrip().endswith("fetch /big.md#<anchor> for a section; force=true for the full body")
         full, _ = await call(client, "mark_fetch", url="/big.md", force=True)
         assert full.endswith(big)
+        # a section as large, with sub-sections: its own text and the outline below it
+        section, _ = await call(client, "mark_fetch", url="/big.md#big")
+        head, body = section.split("\n\n", 1)
+        assert head.endswith(f"mode: outline\nsize: {len(big.encode())} bytes, 36 lines\nsection: #big")
+        assert body.startswith(
+            "# Big\n\nOpening paragraph of the big one.\n\nSub-sections:\n- Part 0 (#part-0, 4 lines)\n"
+        )
+        assert "words" not in body and "- Part 7 (#part-7, 4 lines)\n" in body
+        assert body.endswith("\n\nfetch /big.md#<anchor> for a sub-section; force=true for the whole section\n")
+        whole, _ = await call(client, "mark_fetch", url="/big.md#big", force=True)
+        assert whole.endswith("section: #big\n\n" + big)
+        part, _ = await call(client, "mark_fetch", url="/big.md#part-3")  # small: whole, as before
+        assert "mode:" not in part and part.endswith("## Part 3\n\n" + "words " * 300 + "\n\n")
         appended, _ = await call(client, "mark_append", url="/big.md", body="tail\n")
         assert appended.startswith("status: created\nversion: 2")
         conflict, failed = await call(client, "mark_publish", url="/big.md", body="x", expected_version=1)

@@ -171,8 +171,8 @@ def observations(calls: Iterable[CallRecord]) -> list[Observation]:
             header, body = parse_envelope(output)
             if header.get("status") != "ok":
                 continue
-            if header.get("mode") in ("outline", "binary"):
-                continue
+            if header.get("mode") == "binary" or (header.get("mode") == "outline" and "section" not in header):
+                continue  # a large section's outline answer opens with its own text: that counts
             path, version, _ = split_location(str((call.get("input") or {}).get("url", "")))
             if header.get("version", "").isdigit():
                 version = int(header["version"])

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..markdown import Outline, opening_paragraph, outline_text
+from ..markdown import Outline, Section, opening_paragraph, outline_text
 
 OUTLINE_THRESHOLD = 8192
-"""Bodies of this many bytes or more are answered with an outline unless forced."""
+"""Bodies of this many bytes or more are answered with an outline unless forced; so are
+sections of this size with sub-sections (their own text, then the outline below it)."""
 
 FETCH_KEYS = ("version", "title")
 FETCH_VERBOSE_KEYS = ("version", "modified", "etag")
@@ -74,6 +75,18 @@ def outline_body(url: str, outline: Outline) -> str:
         parts.append(opening)
     parts.append(f"fetch {url}#<anchor> for a section; force=true for the full body")
     return "\n\n".join(parts) + "\n"
+
+
+def section_outline_body(url: str, outline: Outline, section: Section) -> str:
+    """The outline answer for a large section with sub-sections: its own text (what it
+    says before its first sub-section), the tree of its sub-sections, and how to go on."""
+    inside = [s for s in outline.sections if section.start < s.start and s.end <= section.end]
+    tree = "".join(
+        f"{'  ' * (s.level - section.level - 1)}- {s.title} (#{s.anchor}, {s.lines} lines)\n" for s in inside
+    )
+    own = outline.own_text(section).decode("utf-8").rstrip("\n")
+    hint = f"fetch {url}#<anchor> for a sub-section; force=true for the whole section"
+    return "\n\n".join((own, "Sub-sections:\n" + tree.rstrip("\n"), hint)) + "\n"
 
 
 def unchanged_notice(version: str) -> str:

@@ -50,6 +50,7 @@ from .text import (
     envelope,
     outline_body,
     section_not_found,
+    section_outline_body,
     unchanged_notice,
 )
 
@@ -230,7 +231,15 @@ class Tools:
             section = outline.find(target.anchor)
             if section is None:
                 raise ToolFailure(section_not_found(target.anchor, target.url, [s.anchor for s in outline.sections]))
-            text = outline.text(section).decode("utf-8")
+            whole = outline.text(section)
+            keys = {"section": f"#{section.anchor}"}
+            if len(whole) >= OUTLINE_THRESHOLD and section.own_end < section.end and not force:
+                # as a large document answers with its outline: a large section's own text
+                # and the map of its sub-sections, not every sub-section's text
+                keys |= {"mode": "outline", "size": f"{len(whole)} bytes, {count_lines(whole)} lines"}
+                text = section_outline_body(target.url, outline, section)
+            else:
+                text = whole.decode("utf-8")
             return envelope(
                 response.status,
                 meta,
@@ -238,7 +247,7 @@ class Tools:
                 keys=FETCH_KEYS,
                 verbose=verbose,
                 verbose_keys=FETCH_VERBOSE_KEYS,
-                extra={"section": f"#{section.anchor}"},
+                extra=keys,
             )
         identity = (meta.get("version", ""), meta.get("etag", ""))
         earlier = self._returned.get(target.node)
