@@ -13,6 +13,7 @@ from typing import Annotated, ParamSpec, TypeVar
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent
+from mcp_types import Tool as MCPTool
 from pydantic import Field
 
 from ..access import TOKEN_ADVICE
@@ -21,6 +22,7 @@ from ..errors import BadRequestError, DemarkusError
 from ..expand.select import Selection
 from ..graph import GraphStore
 from ..protocol import canonical_path, in_scope, normalize_scope, parse_mark_url
+from .schema import compact_schema
 from .tools import Target, ToolFailure, Tools
 
 P = ParamSpec("P")
@@ -137,12 +139,23 @@ Url = Annotated[
 Verbose = Annotated[bool, Field(description="Show every metadata key.")]
 
 
+class CompactServer(MCPServer):
+    """An MCPServer that lists its tools with compact input schemas (`schema.py`): a
+    caller's model reads them on every turn."""
+
+    async def list_tools(self) -> list[MCPTool]:
+        return [
+            tool.model_copy(update={"input_schema": compact_schema(tool.input_schema)})
+            for tool in await super().list_tools()
+        ]
+
+
 def build_server(
     tools_for: Callable[[], Tools], *, name: str = "demarkus", instructions: str | None = None, writable: bool = True
 ) -> MCPServer:
     """An MCPServer whose tools ask `tools_for()` for the caller's `Tools` on every call:
     one instance for a stdio session, one per caller and session behind the gateway."""
-    server: MCPServer = MCPServer(name, instructions=instructions, log_level="WARNING")
+    server: MCPServer = CompactServer(name, instructions=instructions, log_level="WARNING")
 
     @server.tool(name="mark_lookup", description=LOOKUP_DESCRIPTION)
     @tool_errors
