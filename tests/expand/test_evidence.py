@@ -146,6 +146,32 @@ def test_no_text_is_printed_twice(case):
         assert selection.text.count(marker + "\n") <= 1, marker
 
 
+def test_a_range_cut_after_its_leading_blocks_does_not_reprint_a_section_shown_elsewhere():
+    # found by the property above: /d1.md is printed cut after its leading blocks, which
+    # hold its Shared section's own text but not that section's sub-section; the same
+    # text was printed by /d0.md#shared before
+    shared = "## Shared\n\nThe same words in two places. marker-shared\n\n"
+    filler = " ".join(["retention"] * 20)
+    long = "".join(f"{filler} {WORDS[k % len(WORDS)]}. marker-0-long-{k}\n\n" for k in range(50))
+    retention = "".join(
+        f"{'#' * level} Retention {j}\n\nretention. marker-1-{j}-0\n\n```\nretention\n\nretention\n```\n\n"
+        for level, j in ((3, 1), (2, 2), (2, 3))
+    )
+    world = World(
+        {
+            "/d0.md": ("# Doc 0\n\nOpening of doc 0. marker-0-open\n\n" + shared + "## Long\n\n" + long, {}),
+            "/d1.md": ("# Doc 1\n\nOpening of doc 1. marker-1-open\n\n" + shared + retention, {}),
+            "/d2.md": (
+                "# Doc 2\n\nOpening of doc 2. marker-2-open\n\n## Retention 0\n\nretention. marker-2-0-0\n\n",
+                {},
+            ),
+        }
+    )
+    _, selection, _ = run(world, [("/d2.md", ""), ("/d1.md", ""), ("/d0.md", "doc-0")], 315, "snapshot")
+    assert ">>> /d1.md/v3#doc-1\n" in selection.text and ">>> /d0.md/v3#shared\n" in selection.text
+    assert selection.text.count("marker-shared\n") == 1
+
+
 @FAST
 @given(worlds())
 def test_a_cut_block_never_splits_a_code_fence_and_names_the_rest(case):

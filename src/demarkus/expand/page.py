@@ -110,11 +110,13 @@ class Page:
         ]
         full: list[Section] = []
         for section in doc.outline.sections:
-            if not (start <= section.start and section.end <= end):
+            # a section whose own text is in the range: a range cut after its leading
+            # blocks may hold a section's own text without all of its sub-sections
+            if not (start <= section.start and section.own_end <= end):
                 continue
-            if any(s <= section.start and section.end <= e for s, e, _ in elided):
+            if any(s <= section.start and section.own_end <= e for s, e, _ in elided):
                 continue
-            first = self.texts.get(digest(body[section.start : section.end]))
+            first = self.texts.get(digest(body[section.start : section.end])) if section.end <= end else None
             if first is not None:
                 elided.append((section.start, section.end, frames.same_text_above(section.anchor, first)))
                 continue
