@@ -51,7 +51,8 @@ class Uncovered:
     text: str
     elided: list[Elided]
     printed: list[Section]
-    """Sections printed in full (their texts are remembered)."""
+    """Sections whose own text is printed (remembered; with their whole text when all of
+    it is printed)."""
 
 
 @dataclass
