@@ -88,9 +88,8 @@ def test_a_section_outline_counts_its_own_text_and_a_document_outline_counts_not
     ]
     assert score_attempt(Q, rubric["q01"], as_section, answer(CITES), corpus)["correct"]
     # a large document's outline holds headings and an opening, not the document's text
-    as_document = [
-        {**fetch(PATH, whole), "output": fetch(PATH, whole)["output"].replace("\n\n", "\n" + outlined + "\n", 1)}
-    ]
+    document = fetch(PATH, whole)
+    as_document = [{**document, "output": document["output"].replace("\n\n", "\n" + outlined + "\n", 1)}]
     assert not score_attempt(Q, rubric["q01"], as_document, answer(CITES), corpus)["correct"]
 
 

@@ -126,8 +126,7 @@ def show_leading(page: Page, doc: Document, cand: Candidate, turn: str, most: in
         return False
     cut, block, shown = best
     page.ledger.spend(block, loc, Action.BLOCK, f"{turn}: {cand.what}, cut after its leading blocks")
-    kept = Uncovered(shown.text, shown.elided, [p for p in shown.printed if p.own_end <= cut])
-    page.remember(doc, cand.start, cut, loc, kept)
+    page.remember(doc, cand.start, cut, loc, shown)  # the range ends at the cut
     return True
 
 

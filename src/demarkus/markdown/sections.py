@@ -147,9 +147,14 @@ def parse_outline(body: bytes) -> Outline:
     return outline_from_parse(parse_body(body, inline=False))
 
 
-def outline_text(outline: Outline) -> str:
-    """One line per section: `<2 spaces per (level-1)>- <title> (#<anchor>, <n> lines)`."""
-    return "".join(f"{'  ' * (s.level - 1)}- {s.title} (#{s.anchor}, {s.lines} lines)\n" for s in outline.sections)
+def outline_text(outline: Outline, within: Section | None = None) -> str:
+    """One line per section: `<2 spaces per (level-1)>- <title> (#<anchor>, <n> lines)`;
+    with `within`, only the sections below that one, its children not indented."""
+    sections, top = outline.sections, 1
+    if within is not None:
+        sections = tuple(s for s in sections if within.start < s.start and s.end <= within.end)
+        top = within.level + 1
+    return "".join(f"{'  ' * (s.level - top)}- {s.title} (#{s.anchor}, {s.lines} lines)\n" for s in sections)
 
 
 def opening_paragraph(body: bytes) -> str:

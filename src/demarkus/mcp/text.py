@@ -80,10 +80,7 @@ def outline_body(url: str, outline: Outline) -> str:
 def section_outline_body(url: str, outline: Outline, section: Section) -> str:
     """The outline answer for a large section with sub-sections: its own text (what it
     says before its first sub-section), the tree of its sub-sections, and how to go on."""
-    inside = [s for s in outline.sections if section.start < s.start and s.end <= section.end]
-    tree = "".join(
-        f"{'  ' * (s.level - section.level - 1)}- {s.title} (#{s.anchor}, {s.lines} lines)\n" for s in inside
-    )
+    tree = outline_text(outline, within=section)
     own = outline.own_text(section).decode("utf-8").rstrip("\n")
     hint = f"fetch {url}#<anchor> for a sub-section; force=true for the whole section"
     return "\n\n".join((own, "Sub-sections:\n" + tree.rstrip("\n"), hint)) + "\n"
