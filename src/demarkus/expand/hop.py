@@ -74,6 +74,13 @@ class Hop:
             self._plans[key] = plan(doc, fragment, self.terms, related=True)
         return self._plans[key]
 
+    def may_pass_fetch_limit(self, order: Sequence[Document], fetcher: Fetcher, unfetched: int) -> bool:
+        """Whether the `unfetched` rows still to come and every target known so far could
+        ask for more documents than the fetch limit allows (a target that prints nothing
+        does not count towards MAX_RELATED, so the hop may try them all)."""
+        targets = {target.location for _, target in self.targets(order)}
+        return fetcher.count + unfetched + fetcher.unknown(targets) > MAX_FETCHES
+
     async def room(self, order: Sequence[Document], fetcher: Fetcher, unfetched: int) -> int:
         """Tokens the first blocks of the related targets known so far would take (the
         first MAX_RELATED the hop would print, in its order, of those it `keeps_room`
@@ -128,8 +135,7 @@ class Hop:
             seen.add(location)
             turn = f"related via {source.loc()} {target.predicate}"
             if not fetcher.known(location) and fetcher.exhausted():
-                tally.fetch_limited += 1
-                ledger.skip(location, 0, Action.DROP, f"{turn}: the fetch limit of {MAX_FETCHES} documents is reached")
+                ledger.over_fetch_limit(location, turn)
                 continue
             got = await fetcher.get(location)
             if isinstance(got, FetchFailed):

@@ -134,6 +134,8 @@ class Ledger:
         self.decisions: list[Decision] = [
             Decision("", self.head_tokens, Action.TABLE, f"the envelope and the table of {tally.rows} rows")
         ]
+        self._listed = 0
+        """Omissions the closing's reservation has room to name."""
         self._reserved: dict[str, int] = {"closing": self._closing_notes_at_most(listed=0)}
 
     # --- reservations and allowances ---------------------------------------------------
@@ -144,7 +146,25 @@ class Ledger:
 
     def keep_first_listed(self) -> None:
         """From now on keep room to name the first thing that did not fit."""
+        self._listed = 1
         self.reserve("closing", max(self._reserved["closing"], self._closing_notes_at_most(listed=1)))
+
+    def keep_fetch_limit_note(self) -> None:
+        """From now on keep room to say the fetch limit was reached, when it is still free
+        (else the closing leaves that note out). Kept from the start when the rows alone
+        could reach the limit, else from the hop's turn when its targets could."""
+        if self.tally.may_hit_fetch_limit:
+            return
+        self.tally.may_hit_fetch_limit = True
+        closing = max(self._reserved["closing"], self._closing_notes_at_most(self._listed))
+        if closing - self._reserved["closing"] <= self.left():
+            self.reserve("closing", closing)
+
+    def over_fetch_limit(self, location: str, turn: str) -> None:
+        """A document left unfetched: the fetch limit is reached. The closing counts it."""
+        self.tally.fetch_limited += 1
+        self.skip(location, 0, Action.DROP, f"{turn}: the fetch limit of {MAX_FETCHES} documents is reached")
+        self.keep_fetch_limit_note()
 
     def reserved(self) -> int:
         return sum(self._reserved.values())
@@ -198,19 +218,25 @@ class Ledger:
         """The text after the head: every part, the notes and the closing count, naming as
         many omissions as the budget allows."""
         most = min(OMITTED_SHOWN, len(self.tally.omitted))
-        for listed in range(most, -1, -1):
-            notes, closing = self._assemble(listed)
+        tries = [(listed, True) for listed in range(most, -1, -1)]
+        if self.tally.fetch_limited:  # the one note whose room may not have been kept
+            tries.append((0, False))
+        for listed, fetch_note in tries:
+            notes, closing = self._assemble(listed, fetch_note)
             text = "\n" + "".join(self.parts) + notes + closing
-            if size(self.head + text) <= self.budget or listed == 0:
+            if size(self.head + text) <= self.budget:
                 break
+        if self.tally.fetch_limited and not fetch_note:
+            unsaid = size(frames.fetch_limit(MAX_FETCHES, self.tally.fetch_limited))
+            self.decisions.append(Decision("", unsaid, Action.DROP, "the fetch limit's note: no room left for it"))
         if notes:
             why = f"names {listed} of {len(self.tally.omitted)} omissions" if self.tally.omitted else "the fetch limit"
             self.decisions.append(Decision("", size(notes), Action.CLOSING, why))
         self.decisions.append(Decision("", size(closing), Action.CLOSING, "the closing count"))
         return text
 
-    def _assemble(self, listed: int) -> tuple[str, str]:
-        notes = self._notes(listed)
+    def _assemble(self, listed: int, fetch_note: bool = True) -> tuple[str, str]:
+        notes = self._notes(listed, fetch_note=fetch_note)
         fixed = self.head_tokens + self.spent + size(notes)
         used = fixed
         for _ in range(3):  # the count includes the line stating it; settle the number
@@ -220,13 +246,13 @@ class Ledger:
             used = settled
         return notes, self._closing(used)
 
-    def _notes(self, listed: int, *, reserve: bool = False) -> str:
+    def _notes(self, listed: int, *, reserve: bool = False, fetch_note: bool = True) -> str:
         tally = self.tally
         lines: list[str] = []
         if tally.omitted or reserve:
             count = max(len(tally.omitted), 99 if reserve else 0)
             lines.append(frames.omitted(tally.omitted[:listed], count))
-        if tally.fetch_limited or (reserve and tally.may_hit_fetch_limit):
+        if fetch_note and (tally.fetch_limited or (reserve and tally.may_hit_fetch_limit)):
             count = max(tally.fetch_limited, 99 if reserve else 0)
             lines.append(frames.fetch_limit(MAX_FETCHES, count))
         return "".join(lines)

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 
 from . import frames
 from .candidates import AnchorMissing, plan
-from .document import MAX_FETCHES, Document, Fetcher, FetchFailed
+from .document import Document, Fetcher, FetchFailed
 from .hop import Hop
-from .ledger import Action, size
+from .ledger import size
 from .page import Page, Pending
 from .show import omit, print_relations, show, show_leads, show_note
 from .table import TableRow
@@ -33,8 +33,7 @@ async def show_rows(
     for index, row in enumerate(rows):
         turn = f"row {index + 1}"
         if not fetcher.known(row.document) and fetcher.exhausted():
-            tally.fetch_limited += 1
-            ledger.skip(row.location, 0, Action.DROP, f"{turn}: the fetch limit of {MAX_FETCHES} documents is reached")
+            ledger.over_fetch_limit(row.location, turn)
             continue
         got = await fetcher.get(row.document)
         if isinstance(got, FetchFailed):
@@ -56,6 +55,8 @@ async def show_rows(
             omit(page, got, row.location, shown.need, shown.unfit, turn, related=False)
         unfetched = fetcher.unknown({later.document for later in rows[index + 1 :]})
         ledger.reserve("hop", await hop.room(order, fetcher, unfetched))
+        if hop.may_pass_fetch_limit(order, fetcher, unfetched):
+            ledger.keep_fetch_limit_note()
         if shown.printed and got.stale:
             # stale text is read with what made it stale (a withdrawal notice, "superseded
             # by ... on ..."), not after the later rows: its lead follows at once, in the
