@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 from demarkus.errors import NotFoundError, TransportError
 from demarkus.expand import frames
-from demarkus.expand.document import MAX_FETCHES, Fetched
-from demarkus.expand.ledger import MAX_RELATED, Action
+from demarkus.expand.document import MAX_FETCHES, Document, Fetched
+from demarkus.expand.ledger import MAX_RELATED, Action, Ledger, Tally
+from demarkus.expand.page import Page
 from demarkus.expand.select import Selection, expand, select_evidence, weak
 from demarkus.expand.table import Table
 from demarkus.mcp.text import envelope
@@ -177,6 +178,22 @@ def test_a_range_cut_after_its_leading_blocks_does_not_reprint_a_section_shown_e
     _, selection, _ = run(world, [("/d2.md", ""), ("/d1.md", ""), ("/d0.md", "doc-0")], 315, "snapshot")
     assert ">>> /d1.md/v3#doc-1\n" in selection.text and ">>> /d0.md/v3#shared\n" in selection.text
     assert selection.text.count("marker-shared\n") == 1
+
+
+def test_a_section_shown_in_two_parts_is_marked_once_where_a_wider_block_holds_it():
+    # a lead printed cut after its first paragraph, then the rest of it: two ranges of one
+    # section, and a block of the whole document later names that section once
+    body = "# Doc\n\nOpening.\n\n## Part\n\nFirst paragraph.\n\nSecond paragraph.\n\n## After\n\nMore.\n"
+    doc = Document.read("/a.md", Fetched("/a.md", body.encode(), 3, {}))
+    page = Page(Ledger("head", 1000, Tally(rows=1)))
+    part = doc.outline.find("part")
+    assert part is not None
+    middle = body.encode().index(b"Second")
+    page.remember(doc, part.start, middle, doc.loc("part"))
+    page.remember(doc, middle, part.end, doc.loc("part"))
+    text = page.uncovered(doc, 0, len(body.encode())).text
+    assert text.count("[#part shown above]") == 1
+    assert "Opening." in text and "More." in text and "paragraph" not in text
 
 
 @FAST

@@ -131,7 +131,7 @@ class Page:
         for s, e, marker in elided:
             if s > cursor:
                 pieces.append(doc.text(cursor, s))
-            if e > cursor:
+            if e > cursor and (not pieces or pieces[-1] != marker + "\n\n"):  # adjacent parts of one block: one marker
                 pieces.append(marker + "\n\n")
             cursor = max(cursor, e)
         if cursor < end:
