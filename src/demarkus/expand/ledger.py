@@ -4,9 +4,10 @@ The budget (o200k_base tokens) covers the WHOLE result: envelope, table, blocks,
 lines and notes. The ledger holds what is printed after the table, part by part, and keeps
 back named reservations:
 
-- `closing`: the closing notes at their longest (every row omitted, the fetch limit hit,
-  the largest counts); from the leftovers' turn on, also room to NAME the first omission,
-  so what is left at the end never turns a visible omission into a bare count;
+- `closing`: the closing notes at their longest (every row omitted, the fetch limit hit
+  once the rows or their known targets could reach it, the largest counts); from the
+  leftovers' turn on, also room to NAME the first omission, so what is left at the end
+  never turns a visible omission into a bare count;
 - `hop`: while rows have their turn, the first blocks of the related targets known so far.
 
 A part is printed only if the result still fits with every reservation; each print and
