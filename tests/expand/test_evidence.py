@@ -598,8 +598,32 @@ def test_a_short_lead_prints_whole_and_a_long_one_its_first_paragraph_first():
     text = selection.text
     assert ">>> /a.md/v3#abstract\n\n## Abstract\n\n" + short in text  # whole, in one frame
     assert "/a.md/v3#abstract]" not in text  # no rest to fetch, no stub pointing back
-    assert re.search(r"^\[… ~\d+ tokens more: fetch /b.md/v3#abstract\]$", text, re.M)  # its first paragraph first
-    assert "[#abstract shown above]" in text.split(">>> /b.md/v3#abstract")[-1]  # then the rest
+    # the long one: its first paragraph first, then the rest, joined to that block
+    whys = [d.why for d in selection.decisions if d.location == "/b.md/v3#abstract"]
+    assert whys == [
+        "lead, first paragraph: what it says it is, cut after its leading blocks",
+        "lead: what it says it is: the rest of the block above",
+    ]
+    assert text.count(">>> /b.md/v3#abstract") == 1 and "Paragraph 2 on how" in text
+
+
+def test_the_rest_of_a_lead_cut_just_before_joins_its_block():
+    # the leads' first pass prints a long lead's first paragraph and names the rest; when
+    # the second pass prints the rest next, it extends that block instead of opening a new
+    # frame of the same section that marks its first paragraph as shown above
+    lead = "".join(f"Lead paragraph {i} says what the broker is. " * 3 + "\n\n" for i in range(4))
+    docs = {
+        "/a.md": ("# Doc\n\n" + lead + "## Quorum\n\n" + _paragraphs("quorum", 2), {}),
+        "/b.md": ("# B\n\nB opening.\n\n## Quorum\n\n" + _paragraphs("quorum", 6), {}),
+    }
+    head, selection, _ = run(World(docs), [("/a.md", "quorum"), ("/b.md", "quorum")], 500, "quorum")
+    text = selection.text
+    assert text.count(">>> /a.md/v3#doc") == 1
+    assert "[#doc shown above]" not in text and "fetch /a.md/v3#doc]" not in text
+    (block,) = [b for b in frames.blocks(text) if str(b.location) == "/a.md/v3#doc"]
+    assert all(f"Lead paragraph {i}" in block.text for i in range(4))
+    assert any(d.why.endswith("the rest of the block above") for d in selection.decisions)
+    assert count_tokens(head + text) <= 500
 
 
 def test_a_titles_list_of_fields_is_not_a_lead():

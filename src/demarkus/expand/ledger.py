@@ -199,6 +199,18 @@ class Ledger:
         self.decisions.append(Decision(location, cost, action, why))
         return True
 
+    def extend_last(self, text: str, location: str, action: Action, why: str, allowance: int | None = None) -> bool:
+        """Print `text` in place of the last part it extends, if what it adds fits (see
+        `fits`), and record what it adds: the parts still add up, each ending where the next
+        frame starts."""
+        added = size(text) - size(self.parts[-1])
+        if not self._fits(added, allowance):
+            return False
+        self.parts[-1] = text
+        self.spent += added
+        self.decisions.append(Decision(location, added, action, why))
+        return True
+
     def _fits(self, cost: int, allowance: int | None) -> bool:
         if allowance is not None and cost > allowance:
             return False

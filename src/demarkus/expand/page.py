@@ -55,6 +55,23 @@ class Uncovered:
     it is printed)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Cut:
+    """A block printed cut after its leading blocks, as the ledger's last part: its rest may
+    follow in the same block instead of a new one."""
+
+    doc: Document
+    location: str
+    start: int
+    end: int
+    """Where the cut is: the rest starts here."""
+    header: str
+    text: str
+    """What it shows of [start, end), without the closing line naming the rest."""
+    part: int
+    """Its index in the ledger's parts."""
+
+
 @dataclass
 class Page:
     """The page a lookup prints, beside the ledger that pays for it."""
@@ -73,6 +90,8 @@ class Page:
     """Notes printed (a failure is said once, however many rows name it)."""
     pending: list[Pending] = field(default_factory=list)
     """Blocks that did not fit whole, in the order they had their turn."""
+    cut: Cut | None = None
+    """The last block printed cut after its leading blocks."""
 
     stale_said: set[Document] = field(default_factory=set)
     """Documents with a block on the page, or reached through their one successor's
@@ -138,6 +157,20 @@ class Page:
             pieces.append(doc.text(cursor, end))
         printed = [sec for sec in full if not any(s < sec.own_end and sec.start < e for s, e, _ in elided)]
         return Uncovered("".join(pieces), elided, printed)
+
+    def continued(self, doc: Document, location: str, start: int, shown: Uncovered) -> str | None:
+        """The text after the cut when `shown` (a wider range of `doc` from `start`) begins
+        with the block cut last and that block is still the page's last part: the rest
+        then joins that block (no new location, no marker for what it showed)."""
+        cut = self.cut
+        if cut is None or cut.part != len(self.ledger.parts) - 1 or cut.doc is not doc:
+            return None
+        if cut.location != location or cut.start != start or not shown.elided:
+            return None
+        first_start, first_end, marker = shown.elided[0]
+        if (first_start, first_end) != (start, cut.end) or not shown.text.startswith(marker + "\n\n"):
+            return None
+        return shown.text[len(marker) + 2 :]
 
     def remember(self, doc: Document, start: int, end: int, loc: str, shown: Uncovered | None = None) -> None:
         """Record [start, end) of `doc` as on the page, and the texts printed whole in it."""

@@ -15,7 +15,7 @@ from . import frames
 from .candidates import Candidate, Plan
 from .document import Document
 from .ledger import WHOLE_FLOOR, Action, size
-from .page import Page, Pending, Uncovered
+from .page import Cut, Page, Pending, Uncovered
 from .relevance import lead_sections, term_count
 
 
@@ -83,9 +83,15 @@ def show_one(page: Page, doc: Document, cand: Candidate, turn: str, most: int | 
             line, why = frames.same_text(loc, str(first)), f"{turn}: its text is printed at {first}"
         return None if ledger.spend(line, loc, Action.LINE, why) else size(line)
     shown = page.uncovered(doc, cand.start, cand.end)
-    block = frames.block(page.header(doc, cand.anchor), dressed(doc, cand, shown.text))
-    if not ledger.spend(block, loc, Action.BLOCK, why + _elided(shown), most):
-        return size(block)
+    rest = None if cand.excerpt else page.continued(doc, loc, cand.start, shown)
+    if rest is not None and page.cut is not None:
+        block = frames.block(page.cut.header, page.cut.text.rstrip("\n") + "\n\n" + dressed(doc, cand, rest))
+        if not ledger.extend_last(block, loc, Action.BLOCK, why + ": the rest of the block above", most):
+            return size(block) - size(ledger.parts[-1])
+    else:
+        block = frames.block(page.header(doc, cand.anchor), dressed(doc, cand, shown.text))
+        if not ledger.spend(block, loc, Action.BLOCK, why + _elided(shown), most):
+            return size(block)
     page.remember(doc, cand.start, cand.end, loc, shown)
     return None
 
@@ -107,12 +113,12 @@ def show_leading(page: Page, doc: Document, cand: Candidate, turn: str, most: in
         if len(cuts) < most:
             return False
         cuts = cuts[:most]
-    loc = doc.loc(cand.anchor)
+    loc, header = doc.loc(cand.anchor), page.header(doc, cand.anchor)
 
     def attempt(cut: int) -> tuple[str, Uncovered]:
         shown = page.uncovered(doc, cand.start, cut)
         tail = frames.rest(size(doc.text(cut, cand.end)), loc)
-        return frames.block(page.header(doc, cand.anchor), shown.text.rstrip("\n") + "\n\n" + tail), shown
+        return frames.block(header, shown.text.rstrip("\n") + "\n\n" + tail), shown
 
     low, high, best = 0, len(cuts) - 1, None
     while low <= high:  # the longest prefix that fits; token counts grow with the prefix
@@ -127,6 +133,7 @@ def show_leading(page: Page, doc: Document, cand: Candidate, turn: str, most: in
     cut, block, shown = best
     page.ledger.spend(block, loc, Action.BLOCK, f"{turn}: {cand.what}, cut after its leading blocks")
     page.remember(doc, cand.start, cut, loc, shown)  # the range ends at the cut
+    page.cut = Cut(doc, loc, cand.start, cut, header, shown.text, len(page.ledger.parts) - 1)
     return True
 
 
