@@ -4,7 +4,8 @@ printed (by digest), and what waits for the leftover budget. Pure.
 Coalescing rules: a range inside one already shown prints one `within` line; a range
 byte-identical to one printed elsewhere prints one `same text` line; a wider range prints
 only what is not yet shown, with a one-line marker where an earlier block (or a section
-whose text is printed elsewhere) sits.
+whose text is printed elsewhere) sits, except that the rest of a block cut after its
+leading blocks joins that block when nothing printed after it (`Page.continued`).
 """
 
 from __future__ import annotations

@@ -88,6 +88,7 @@ def show_one(page: Page, doc: Document, cand: Candidate, turn: str, most: int | 
         block = frames.block(page.cut.header, page.cut.text.rstrip("\n") + "\n\n" + dressed(doc, cand, rest))
         if not ledger.extend_last(block, loc, Action.BLOCK, why + ": the rest of the block above", most):
             return size(block) - size(ledger.parts[-1])
+        page.cut = None  # whole now: nothing of it is left to join
     else:
         block = frames.block(page.header(doc, cand.anchor), dressed(doc, cand, shown.text))
         if not ledger.spend(block, loc, Action.BLOCK, why + _elided(shown), most):
