@@ -159,10 +159,10 @@ class Page:
         printed = [sec for sec in full if not any(s < sec.own_end and sec.start < e for s, e, _ in elided)]
         return Uncovered("".join(pieces), elided, printed)
 
-    def continued(self, doc: Document, location: str, start: int, shown: Uncovered) -> str | None:
-        """The text after the cut when `shown` (a wider range of `doc` from `start`) begins
-        with the block cut last and that block is still the page's last part: the rest
-        then joins that block (no new location, no marker for what it showed)."""
+    def continued(self, doc: Document, location: str, start: int, shown: Uncovered) -> tuple[Cut, str] | None:
+        """The block cut last and the text after its cut, when `shown` (a wider range of
+        `doc` from `start`) begins with that block and it is still the page's last part: the
+        rest then joins that block (no new location, no marker for what it showed)."""
         cut = self.cut
         if cut is None or cut.part != len(self.ledger.parts) - 1 or cut.doc is not doc:
             return None
@@ -171,7 +171,7 @@ class Page:
         first_start, first_end, marker = shown.elided[0]
         if (first_start, first_end) != (start, cut.end) or not shown.text.startswith(marker + "\n\n"):
             return None
-        return shown.text[len(marker) + 2 :]
+        return cut, shown.text[len(marker) + 2 :]
 
     def remember(self, doc: Document, start: int, end: int, loc: str, shown: Uncovered | None = None) -> None:
         """Record [start, end) of `doc` as on the page, and the texts printed whole in it."""

@@ -83,9 +83,10 @@ def show_one(page: Page, doc: Document, cand: Candidate, turn: str, most: int | 
             line, why = frames.same_text(loc, str(first)), f"{turn}: its text is printed at {first}"
         return None if ledger.spend(line, loc, Action.LINE, why) else size(line)
     shown = page.uncovered(doc, cand.start, cand.end)
-    rest = None if cand.excerpt else page.continued(doc, loc, cand.start, shown)
-    if rest is not None and page.cut is not None:
-        block = frames.block(page.cut.header, page.cut.text.rstrip("\n") + "\n\n" + dressed(doc, cand, rest))
+    joined = None if cand.excerpt else page.continued(doc, loc, cand.start, shown)
+    if joined is not None:
+        cut, rest = joined
+        block = frames.block(cut.header, cut.text.rstrip("\n") + "\n\n" + dressed(doc, cand, rest))
         if not ledger.extend_last(block, loc, Action.BLOCK, why + ": the rest of the block above", most):
             return size(block) - size(ledger.parts[-1])
         page.cut = None  # whole now: nothing of it is left to join
