@@ -883,3 +883,27 @@ def test_a_failure_named_by_two_rows_is_said_once():
     assert log == ["/gone.md", "/a.md"]
     repeats = [d for d in selection.decisions if d.why.endswith("the note above says so")]
     assert [d.location for d in repeats] == ["/gone.md#x", "/a.md#nope"]
+
+
+def test_a_waiting_block_whose_share_holds_none_of_its_paragraphs_prints_its_best_one_from_what_is_left():
+    # Four rows wait, each larger than its allowance; what is left at the end, shared four
+    # ways, holds no paragraph. The first takes its paragraph holding the most query terms
+    # from what is left (as within its share), not its leading blocks in document order.
+    filler = "".join(f"Filler paragraph {i}. " + "nothing to see here. " * 12 + "\n\n" for i in range(8))
+    lapse = "The quorum lapse rule: " + "a lease lapses when the quorum is lost. " * 8 + "\n\n"
+    docs = {"/a.md": ("# A\n\n## Decision\n\nThe quorum rule is two of three.\n", {})}
+    docs["/b.md"] = ("# B\n\n## Detail\n\n" + filler + lapse + filler, {})
+    for name in "cde":
+        docs[f"/{name}.md"] = (f"# {name.upper()}\n\n## Detail\n\n" + _paragraphs("quorum", 12), {})
+    world = World(docs)
+    rows = [("/a.md", "decision")] + [(f"/{name}.md", "detail") for name in "bcde"]
+    query = "quorum lapse"
+    _, top_only, _ = run(world, rows[:1], 100_000, query)
+    budget = count_tokens(head_for(rows, query)) + count_tokens(top_only.text) + 200
+    head, selection, _ = run(world, rows, budget, query)
+    text = selection.text
+    assert count_tokens(head + text) <= budget
+    assert ">>> /b.md/v3#detail\n\n[…]\n\nThe quorum lapse rule" in text
+    assert "Filler paragraph 0" not in text
+    reasons = [d.why for d in selection.decisions if d.location.startswith("/b.md")]
+    assert "row 2, left over: 1 of its paragraphs holding the most query terms" in reasons

@@ -5,7 +5,8 @@ status banner, and its summary; a short lead whole; a related document's only wh
 a query term), in page order; more of each related
 document (its further paragraphs); the rest of each lead; then the blocks that did not fit
 whole in their turn, each sharing what is left with those after it: whole when it fits,
-else its paragraphs holding the most query terms, else its leading blocks.
+else its paragraphs holding the most query terms (beyond its share when none fits in it),
+else its leading blocks.
 """
 
 from __future__ import annotations
@@ -58,13 +59,9 @@ def _show_pending(page: Page, docs: Sequence[Document], terms: Sequence[str]) ->
         if covered is not None:
             ledger.skip(item.location, 0, Action.DROP, f"{turn}: already shown by {covered}")
             continue
-        if not show_new(page, item.doc, cand, turn, share):
-            best = _best_parts(item.doc, cand, terms)
-            if not show_excerpt(page, item.doc, cand, best, share, turn) and not show_leading(
-                page, item.doc, cand, turn
-            ):
-                _left_out(page, item, f"nothing of it fits in its share of {share} tokens")
-                continue
+        if not show_new(page, item.doc, cand, turn, share) and not _show_part(page, item, share, terms):
+            _left_out(page, item, f"nothing of it fits in its share of {share} tokens")
+            continue
         if item.rest:
             continue
         if item.label in tally.omitted:
@@ -76,6 +73,22 @@ def _show_pending(page: Page, docs: Sequence[Document], terms: Sequence[str]) ->
             newly.append(item.doc)
         print_relations(page, item.doc)
     return newly
+
+
+def _show_part(page: Page, item: Pending, share: int, terms: Sequence[str]) -> bool:
+    """Print part of a waiting block that does not fit whole in its share: its paragraphs
+    holding the most query terms, within its share; when none fits there and nothing of
+    the block printed in its turn, within what is left (the blocks wait in rank order, so
+    a better-ranked block's best paragraph goes before the shares of those after it, and the
+    query's words choose it, as within a share); else its leading blocks (the rest of a
+    block that printed narrower reads on in order)."""
+    doc, cand, turn = item.doc, item.candidate, f"{item.turn}, left over"
+    best = _best_parts(doc, cand, terms)
+    if show_excerpt(page, doc, cand, best, share, turn):
+        return True
+    if not item.rest and show_excerpt(page, doc, cand, best, None, turn):
+        return True
+    return show_leading(page, doc, cand, turn)
 
 
 def _left_out(page: Page, item: Pending, why: str) -> None:

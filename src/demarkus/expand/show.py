@@ -140,7 +140,7 @@ def show_leading(page: Page, doc: Document, cand: Candidate, turn: str, most: in
 
 
 def show_excerpt(
-    page: Page, doc: Document, cand: Candidate, best: Sequence[Candidate], allowance: int, turn: str
+    page: Page, doc: Document, cand: Candidate, best: Sequence[Candidate], allowance: int | None, turn: str
 ) -> bool:
     """Print, in one block, the blocks of `cand` holding the most query terms (`best`,
     best first) that fit in `allowance` tokens, in document order: `[…]` where text is
