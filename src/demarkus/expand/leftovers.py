@@ -59,7 +59,7 @@ def _show_pending(page: Page, docs: Sequence[Document], terms: Sequence[str]) ->
         if covered is not None:
             ledger.skip(item.location, 0, Action.DROP, f"{turn}: already shown by {covered}")
             continue
-        if not show_new(page, item.doc, cand, turn, share) and not _show_part(page, item, share, terms):
+        if not show_new(page, item.doc, cand, turn, share) and not _show_part(page, item, share, turn, terms):
             _left_out(page, item, f"nothing of it fits in its share of {share} tokens")
             continue
         if item.rest:
@@ -75,14 +75,14 @@ def _show_pending(page: Page, docs: Sequence[Document], terms: Sequence[str]) ->
     return newly
 
 
-def _show_part(page: Page, item: Pending, share: int, terms: Sequence[str]) -> bool:
+def _show_part(page: Page, item: Pending, share: int, turn: str, terms: Sequence[str]) -> bool:
     """Print part of a waiting block that does not fit whole in its share: its paragraphs
     holding the most query terms, within its share; when none fits there and nothing of
     the block printed in its turn, within what is left (the blocks wait in rank order, so
     a better-ranked block's best paragraph goes before the shares of those after it, and the
     query's words choose it, as within a share); else its leading blocks (the rest of a
     block that printed narrower reads on in order)."""
-    doc, cand, turn = item.doc, item.candidate, f"{item.turn}, left over"
+    doc, cand = item.doc, item.candidate
     best = _best_parts(doc, cand, terms)
     if show_excerpt(page, doc, cand, best, share, turn):
         return True

@@ -143,8 +143,9 @@ def show_excerpt(
     page: Page, doc: Document, cand: Candidate, best: Sequence[Candidate], allowance: int | None, turn: str
 ) -> bool:
     """Print, in one block, the blocks of `cand` holding the most query terms (`best`,
-    best first) that fit in `allowance` tokens, in document order: `[…]` where text is
-    left out, closed by a line naming how much is left and where."""
+    best first) that fit in `allowance` tokens (None: in what is left), in document
+    order: `[…]` where text is left out, closed by a line naming how much is left and
+    where."""
     if cand.text is not None or page.covering(doc, cand.start, cand.end) is not None:
         return False
     loc = doc.loc(cand.anchor)
