@@ -725,6 +725,60 @@ def test_related_fetches_past_the_fetch_limit_stay_within_the_budget():
         assert count_tokens(head + selection.text) <= budget, budget
 
 
+def test_the_closing_keeps_room_to_count_related_documents_only_once_the_hop_has_a_target():
+    # room kept for a clause the closing cannot print is lost to the evidence: on a page
+    # whose documents declare no relation (most people's notes) it never counts any
+    ledger = Ledger(head_for([("/a.md", "")]), 1500, Tally(rows=1))
+    free = ledger.left()
+    ledger.keep_related_clause()
+    kept = free - ledger.left()
+    clause = count_tokens(frames.closing(1, 1, MAX_RELATED, 1500, 1500)) - count_tokens(
+        frames.closing(1, 1, 0, 1500, 1500)
+    )
+    assert kept == clause > 0
+    ledger.keep_related_clause()
+    assert free - ledger.left() == kept  # kept once
+
+
+def test_a_page_whose_hop_has_no_target_spends_the_related_clause_on_evidence():
+    # the same page, its one relation line to a document in the table (which the hop does
+    # not follow) or to one outside it (a target holding no query word, which prints
+    # nothing): only the second keeps room to count related documents, so the first prints
+    # row 2 whole at a smaller budget
+    a = "# A\n\n## Quorum\n\n" + _paragraphs("quorum", 1)
+    b = "# B\n\n## Quorum\n\n" + _paragraphs("quorum", 3)
+    t = ("# T\n\nUnrelated words.\n", {})
+    rows = [("/a.md", "quorum"), ("/b.md", "quorum")]
+
+    def smallest(target: str) -> tuple[int, int]:
+        world = World({"/a.md": (a, {"rel-depends-on": target}), "/b.md": (b, {}), "/t.md": t})
+        for budget in range(300, 600):
+            head, selection, _ = run(world, rows, budget, "quorum")
+            if "Quorum paragraph 2." in selection.text:
+                return budget, count_tokens(head + selection.text)
+        raise AssertionError("row 2 never printed whole")
+
+    (inside, used), (outside, used_too) = smallest("/b.md"), smallest("/t.md")
+    assert used == used_too and inside < outside
+
+
+def test_rows_that_cannot_reach_the_fetch_limit_keep_no_room_for_its_note():
+    # seven, eight or nine rows of documents declaring no relation: they fetch at most nine
+    # documents, so the note on the fetch limit of ten can never print, and at the
+    # smallest budget that prints every row the page leaves the same tokens unspent
+    docs = {f"/d{i}.md": (f"# D{i}\n\n## Quorum\n\nQuorum words of d{i}.\n", {}) for i in range(9)}
+
+    def unspent(count: int) -> int:
+        rows = [(f"/d{i}.md", "quorum") for i in range(count)]
+        for budget in range(200, 800):
+            head, selection, _ = run(World(docs), rows, budget, "quorum")
+            if selection.expanded_rows == count:
+                return budget - count_tokens(head + selection.text)
+        raise AssertionError("the rows never all printed")
+
+    assert unspent(7) == unspent(8) == unspent(9)
+
+
 def test_targets_that_print_nothing_may_reach_the_fetch_limit_and_the_page_still_fits_and_says_so():
     # a target holding no query word prints nothing and does not count towards the three
     # related documents, so the hop tries the next: one document declaring a dozen

@@ -5,9 +5,11 @@ lines and notes. The ledger holds what is printed after the table, part by part,
 back named reservations:
 
 - `closing`: the closing notes at their longest (every row omitted, the fetch limit hit
-  once the rows or their known targets could reach it, the largest counts); from the
-  leftovers' turn on, also room to NAME the first omission, so what is left at the end
-  never turns a visible omission into a bare count;
+  once the rows or their known targets could reach it, the largest counts, the related
+  documents once the hop has a target); from the leftovers' turn on, also room to NAME the
+  first omission, so what is left at the end never turns a visible omission into a bare
+  count. Room is kept only for what the closing may still say: kept for a clause it
+  cannot print, it is lost to the evidence;
 - `hop`: while rows have their turn, the first blocks of the related targets known so far.
 
 A part is printed only if the result still fits with every reservation; each print and
@@ -137,6 +139,8 @@ class Ledger:
         ]
         self._listed = 0
         """Omissions the closing's reservation has room to name."""
+        self._relating = False
+        """Whether the closing's reservation has room for its related documents' clause."""
         self._reserved: dict[str, int] = {"closing": self._closing_notes_at_most(listed=0)}
 
     # --- reservations and allowances ---------------------------------------------------
@@ -149,6 +153,16 @@ class Ledger:
         """From now on keep room to name the first thing that did not fit."""
         self._listed = 1
         self.reserve("closing", max(self._reserved["closing"], self._closing_notes_at_most(listed=1)))
+
+    def keep_related_clause(self) -> None:
+        """From now on keep room for the closing to count related documents (`and 3 related
+        documents`): the hop has a target, so one may print. Kept whether or not it is
+        still free, unlike the fetch limit's note: the count must fit whenever a related
+        document prints, and without the room none does. Until then it is not kept: on a
+        page whose documents declare no relation the closing never says it."""
+        if not self._relating:
+            self._relating = True
+            self.reserve("closing", max(self._reserved["closing"], self._closing_notes_at_most(self._listed)))
 
     def keep_fetch_limit_note(self) -> None:
         """From now on keep room to say the fetch limit was reached, when it is still free
@@ -272,7 +286,7 @@ class Ledger:
 
     def _closing(self, used: int, *, reserve: bool = False) -> str:
         tally = self.tally
-        related = MAX_RELATED if reserve else tally.related
+        related = (MAX_RELATED if self._relating else 0) if reserve else tally.related
         expanded = tally.rows if reserve else tally.expanded_rows
         return frames.closing(expanded, tally.rows, related, used, self.budget)
 

@@ -5,7 +5,9 @@ The strongest match prints first, narrower when its sub-sections would crowd the
 every later row prints whole only within its allowance (the ledger's `row_allowance`),
 and a block over it waits for the leftovers. After each row the ledger keeps room for the
 first block of every related target known so far that the hop keeps room for
-(`hop.keeps_room`), so the rows cannot crowd out the hop; then a stale document's lead
+(`hop.keeps_room`), so the rows cannot crowd out the hop, and, once there is a target,
+for the closing to count related documents and (when the targets could pass it) to say
+the fetch limit was reached; then a stale document's lead
 (its status banner, its summary) prints its first paragraph, in the room left.
 """
 
@@ -55,6 +57,8 @@ async def show_rows(
             omit(page, got, row.location, shown.need, shown.unfit, turn, related=False)
         unfetched = fetcher.unknown({later.document for later in rows[index + 1 :]})
         ledger.reserve("hop", await hop.room(order, fetcher, unfetched))
+        if hop.targets(order):
+            ledger.keep_related_clause()
         if hop.may_pass_fetch_limit(order, fetcher, unfetched):
             ledger.keep_fetch_limit_note()
         if shown.printed and got.stale:

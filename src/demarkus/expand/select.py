@@ -22,7 +22,7 @@ from ..index.query import content_words
 from . import frames
 from .document import MAX_FETCHES, Fetcher, FetchFn
 from .hop import Hop
-from .ledger import MAX_RELATED, Action, Decision, Ledger, Tally, size
+from .ledger import Action, Decision, Ledger, Tally, size
 from .leftovers import show_leftovers
 from .page import Page
 from .rows import show_rows, too_large
@@ -78,8 +78,9 @@ async def select_evidence(
     # every passage is chosen by the words that say what the question is about
     terms = [term for term in asked if term in telling] if telling else asked
     fetcher = Fetcher(fetch)
-    # related documents fetch too: reserve the note whenever rows and hops could pass the limit
-    may_hit = len({row.document for row in rows}) + MAX_RELATED > MAX_FETCHES
+    # the rows alone could reach the fetch limit: keep its note's room from the start (room
+    # for the hop's fetches is kept from the row that declares targets on: `show_rows`)
+    may_hit = len({row.document for row in rows}) > MAX_FETCHES
     ledger = Ledger(head, budget, Tally(rows=len(rows), may_hit_fetch_limit=may_hit))
     hop = Hop(terms, {row.document for row in rows})
     if ledger.left() < 0:
