@@ -78,8 +78,8 @@ async def select_evidence(
     # every passage is chosen by the words that say what the question is about
     terms = [term for term in asked if term in telling] if telling else asked
     fetcher = Fetcher(fetch)
-    # the rows alone could reach the fetch limit: keep its note's room from the start (room
-    # for the hop's fetches is kept from the row that declares targets on: `show_rows`)
+    # the rows alone could pass the fetch limit: keep its note's room from the start (when
+    # the hop's targets could, from the row that declares them on: `show_rows`)
     may_hit = len({row.document for row in rows}) > MAX_FETCHES
     ledger = Ledger(head, budget, Tally(rows=len(rows), may_hit_fetch_limit=may_hit))
     hop = Hop(terms, {row.document for row in rows})
