@@ -85,6 +85,9 @@ def worlds(draw: st.DrawFn) -> tuple[World, list[tuple[str, str]], int, str]:
         sections = draw(st.integers(1, 4))
         parts = [f"# Doc {i}\n\nOpening of doc {i}. marker-{i}-open\n\n"]
         names = [f"doc-{i}"]
+        if draw(st.integers(0, 4)) == 0:  # text before the first heading, as notes often begin
+            filler = " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=30)))
+            parts.insert(0, f"{filler}. marker-{i}-pre\n\n")
         for j in range(sections):
             level = draw(st.integers(2, 3))
             word = draw(st.sampled_from(WORDS))
@@ -777,6 +780,24 @@ def test_rows_that_cannot_reach_the_fetch_limit_keep_no_room_for_its_note():
         raise AssertionError("the rows never all printed")
 
     assert unspent(7) == unspent(8) == unspent(9)
+
+
+def test_a_long_note_without_headings_prints_its_paragraph_holding_the_query_words():
+    # past the whole-document limit a row without an anchor prints its sections holding
+    # the query's words; a note with no heading has none, and its outline says nothing
+    filler = "".join(f"Unrelated paragraph {i} about other matters entirely.\n\n" for i in range(200))
+    world = World({"/flat.md": (filler + "The lease timeout is 9 seconds.\n\n" + filler, {})})
+    _, selection, _ = run(world, [("/flat.md", "")], 1500, "lease timeout")
+    assert "The lease timeout is 9 seconds." in selection.text
+    assert "no headings" not in selection.text
+    assert selection.text.count("[…]") == 2  # text left out before and after it
+
+
+def test_a_long_document_whose_preamble_alone_holds_the_query_words_prints_that_paragraph():
+    filler = "".join(f"Unrelated paragraph {i} about other matters entirely.\n\n" for i in range(200))
+    body = "Quorum needs three voters.\n\n# Title\n\n## Other\n\n" + filler
+    _, selection, _ = run(World({"/pre.md": (body, {})}), [("/pre.md", "")], 1500, "quorum voters")
+    assert selection.text.startswith("\n>>> /pre.md/v3\n\nQuorum needs three voters.\n")
 
 
 def test_targets_that_print_nothing_may_reach_the_fetch_limit_and_the_page_still_fits_and_says_so():

@@ -3,7 +3,9 @@
 A plan is a list of groups; each group is a list of alternatives, widest first, and prints
 the first alternative that fits. A row with an anchor is its section (or, when that does
 not fit, the section without its sub-sections). A row without one is the document whole
-when it is small, else its sections holding the most query terms, else its outline. A
+when it is small, else its sections holding the most query terms, else its paragraphs
+holding the most (a long note without headings: its text is all before a heading), else
+its outline. A
 related document leads with what it is (its summary, when that holds a query term), then
 its paragraphs holding the most query terms: in a long document the answer is a paragraph,
 and a whole section would spend the budget around it. A related document none of whose
@@ -70,12 +72,12 @@ def passages(
     merge: bool = True,
 ) -> list[Candidate]:
     """The document's blocks (or those of its range `within`) holding the most distinct
-    query terms, as excerpts of their sections: best first, at most `most`, adjacent ones
-    merged unless `merge` is false."""
+    query terms, as excerpts of their sections (of the document, for the preamble's): best
+    first, at most `most`, adjacent ones merged unless `merge` is false."""
     ranked = ranked_blocks(doc.outline, doc.body, doc.cuts, terms, within=within, skip=skip)
     best = [(rank, block.start, block.end, block.section) for rank, block in enumerate(ranked[:most])]
     if merge:
-        runs: list[tuple[int, int, int, Section]] = []
+        runs: list[tuple[int, int, int, Section | None]] = []
         for rank, start, end, section in sorted(best, key=lambda item: item[1]):
             if runs and runs[-1][2] == start and runs[-1][3] is section:
                 runs[-1] = (min(runs[-1][0], rank), runs[-1][1], end, section)
@@ -83,7 +85,9 @@ def passages(
                 runs.append((rank, start, end, section))
         best = sorted(runs, key=lambda item: item[0])
     return [
-        Candidate(section.anchor, start, end, "its paragraphs holding the most query terms", excerpt=True)
+        Candidate(
+            section.anchor if section else "", start, end, "its paragraphs holding the most query terms", excerpt=True
+        )
         for _, start, end, section in best
     ]
 
@@ -130,6 +134,9 @@ def plan(doc: Document, anchor: str, terms: Sequence[str], *, related: bool = Fa
         return [[whole, *sections]]
     if sections:
         return [[cand] for cand in sections]
+    found = passages(doc, terms)
+    if found:  # no section holds a query term, the text before the first heading does
+        return [[cand] for cand in found]
     text = outline_text(outline) or "(document has no headings)"
     return [[Candidate("", 0, 0, "its outline (a large document)", text=text)]]
 

@@ -97,11 +97,12 @@ def sections_by_terms(outline: Outline, terms: Sequence[str], most: int) -> list
 
 @dataclass(frozen=True, slots=True)
 class Block:
-    """A paragraph, list item or code block: body[start:end], in the own text of `section`."""
+    """A paragraph, list item or code block: body[start:end], in the own text of `section`
+    (None: the preamble, the text before the first heading; all of a document without one)."""
 
     start: int
     end: int
-    section: Section
+    section: Section | None
 
 
 def ranked_blocks(
@@ -116,7 +117,8 @@ def ranked_blocks(
     """The blocks holding at least one query term, most distinct terms first (ties in
     document order). `cuts` are the block starts (`markdown.block_starts`); `within`
     keeps the blocks starting in [start, end); `skip` leaves out one section's own text.
-    Headings, the preamble and a block repeating an earlier one's bytes are left out."""
+    Headings and a block repeating an earlier one's bytes are left out; the preamble's
+    blocks count (a long note without headings is all preamble)."""
     if not terms:
         return []
     starts = [section.start for section in outline.sections]
@@ -126,7 +128,9 @@ def ranked_blocks(
         if within is not None and not within[0] <= start < within[1]:
             continue
         section = _section_at(outline, starts, start)
-        if section is None or start < section.heading_end or section is skip or body[start:end] in seen:
+        if section is not None and (start < section.heading_end or section is skip):
+            continue
+        if body[start:end] in seen:
             continue
         seen.add(body[start:end])
         count = term_count(body[start:end].decode("utf-8", errors="replace"), terms)
@@ -137,12 +141,11 @@ def ranked_blocks(
 
 
 def _section_at(outline: Outline, starts: list[int], offset: int) -> Section | None:
-    """The section whose own text (without sub-sections) holds `offset`; `starts` are the
-    sections' start offsets (own texts are disjoint and in order)."""
+    """The section whose own text (without sub-sections) holds `offset`, None in the
+    preamble; `starts` are the sections' start offsets (own texts are disjoint, in order,
+    and run to the end of the body)."""
     index = bisect.bisect_right(starts, offset) - 1
-    if index < 0 or offset >= outline.sections[index].own_end:
-        return None
-    return outline.sections[index]
+    return outline.sections[index] if index >= 0 else None
 
 
 def _has_prose(outline: Outline, section: Section) -> bool:

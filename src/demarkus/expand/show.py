@@ -240,12 +240,16 @@ def dressed(doc: Document, cand: Candidate, text: str) -> str:
         text = text.rstrip("\n") + "\n\n" + cand.note + "\n"
     if not cand.excerpt:
         return text
-    section = doc.outline.find(cand.anchor)
-    if section is None:
-        return text
     body = doc.body
-    before = body[section.heading_end : cand.start].strip()
-    after = body[cand.end : section.own_end].strip()
+    if cand.anchor:
+        section = doc.outline.find(cand.anchor)
+        if section is None:
+            return text
+        opening, closing = section.heading_end, section.own_end
+    else:  # a passage of the preamble: the text before the first heading
+        opening, closing = 0, len(doc.outline.preamble)
+    before = body[opening : cand.start].strip()
+    after = body[cand.end : closing].strip()
     marked = (f"{frames.ELIDED}\n\n" if before else "") + text.strip("\n")
     return marked + (f"\n\n{frames.ELIDED}" if after else "")
 
