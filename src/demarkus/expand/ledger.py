@@ -152,7 +152,7 @@ class Ledger:
     def keep_first_listed(self) -> None:
         """From now on keep room to name the first thing that did not fit."""
         self._listed = 1
-        self.reserve("closing", max(self._reserved["closing"], self._closing_notes_at_most(listed=1)))
+        self.reserve("closing", self._widened_closing())
 
     def keep_related_clause(self) -> None:
         """From now on keep room for the closing to count related documents (`and 3 related
@@ -162,18 +162,22 @@ class Ledger:
         page whose documents declare no relation the closing never says it."""
         if not self._relating:
             self._relating = True
-            self.reserve("closing", max(self._reserved["closing"], self._closing_notes_at_most(self._listed)))
+            self.reserve("closing", self._widened_closing())
 
     def keep_fetch_limit_note(self) -> None:
         """From now on keep room to say the fetch limit was reached, when it is still free
         (else the closing leaves that note out). Kept from the start when the rows alone
-        could reach the limit, else from the hop's turn when its targets could."""
+        could pass the limit, else from the row whose document's targets could."""
         if self.tally.may_hit_fetch_limit:
             return
         self.tally.may_hit_fetch_limit = True
-        closing = max(self._reserved["closing"], self._closing_notes_at_most(self._listed))
+        closing = self._widened_closing()
         if closing - self._reserved["closing"] <= self.left():
             self.reserve("closing", closing)
+
+    def _widened_closing(self) -> int:
+        """The closing's room for what it may say now (never less than it kept before)."""
+        return max(self._reserved["closing"], self._closing_notes_at_most(self._listed))
 
     def over_fetch_limit(self, location: str, turn: str) -> None:
         """A document left unfetched: the fetch limit is reached. The closing counts it."""
