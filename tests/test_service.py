@@ -400,3 +400,34 @@ async def test_a_history_takes_no_version_time_even_from_the_stores_own_process(
     dated = await dating.publish_history("/d.md", ["# One\n", "# Two\n"], metadata={"modified": "2020-01-01T00:00:00Z"})
     assert dated.status == "bad-request" and "publish dated versions one by one" in dated.text
     assert (await dating.fetch("/d.md")).status == "not-found"
+
+
+async def test_graph_md_lists_the_links_between_the_documents_a_caller_may_read(backend: Backend, tokens: Tokens):
+    a = "# A\n\nSee [the B notes](b.md#setup), [the web](https://example.org/) and [B](/docs/b.md).\n"
+    await backend.publish("/docs/a.md", a, metadata={"title": "A", "rel-supersedes": "old.md"}, token=tokens.writer)
+    await backend.publish("/docs/b.md", "# B\n", metadata={"title": "B"}, token=tokens.writer)
+    await backend.publish("/private/p.md", "[A](/docs/a.md)", metadata={"title": "Plan"}, token=tokens.writer)
+    public = await backend.fetch("/graph.md")
+    assert public.status == "ok" and len(public.metadata["etag"]) == 64
+    text = public.text
+    assert text.startswith("# Document Graph\n\n> Exported: ")
+    assert "| /docs/a.md | /docs/b.md#setup |  | the B notes | a | 2 |\n" in text
+    assert "| /docs/a.md | /docs/old.md | supersedes |  |  | 1 |\n" in text
+    assert "| [/docs/a.md](/docs/a.md) | A | ok | 2 |\n" in text
+    assert "example.org" not in text and "private" not in text and "Plan" not in text
+    reader = (await backend.fetch("/graph.md", token=tokens.reader)).text
+    assert "| /private/p.md | /docs/a.md |  | A |  | 1 |\n" in reader and "| Plan |" in reader
+    unchanged = await backend.fetch("/graph.md", if_none_match=public.metadata["etag"])
+    assert unchanged.status == "not-modified"
+    b = "# B\n\nBack to [A](a.md).\n"
+    await backend.publish("/docs/b.md", b, metadata={"title": "B"}, token=tokens.writer)
+    await backend.archive("/docs/a.md", token=tokens.writer)
+    after = await backend.fetch("/graph.md", if_none_match=public.metadata["etag"])
+    assert after.status == "ok"
+    assert "| /docs/b.md | /docs/a.md |  | A | b | 1 |\n" in after.text  # the new version's link
+    assert "\n| /docs/a.md |" not in after.text  # the archived document's links are gone
+
+
+async def test_a_document_stored_at_graph_md_is_served_as_it_was_stored(backend: Backend, tokens: Tokens):
+    await backend.publish("/graph.md", "# Graph theory\n\nNotes.\n", token=tokens.writer)
+    assert (await backend.fetch("/graph.md")).body == b"# Graph theory\n\nNotes.\n"

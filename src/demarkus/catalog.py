@@ -194,6 +194,10 @@ class Catalog:
     def get(self, path: str) -> CatalogEntry | None:
         return self._entries.get(path)
 
+    def entries(self) -> list[CatalogEntry]:
+        """Every entry, by path."""
+        return sorted(self._snapshot(), key=lambda entry: entry.path)
+
     def _snapshot(self) -> list[CatalogEntry]:
         with self._lock:
             return list(self._entries.values())

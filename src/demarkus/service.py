@@ -11,6 +11,7 @@ import base64
 import contextlib
 import copy
 import errno
+import hashlib
 import logging
 import re
 import threading
@@ -39,6 +40,8 @@ from .errors import (
     NotFoundError,
     NotPermittedError,
 )
+from .graph.export import EXPORT_PATH
+from .graph.published import PublishedGraph
 from .index import Index, SectionIndex, content_words, reconcile
 from .markdown import PREFERRED, parse_relations
 from .protocol import (
@@ -161,6 +164,8 @@ class Service(VerbMethods):
         self.clock = clock
         self.catalog = Catalog()
         self.index = index
+        self.graph = PublishedGraph(store)
+        """The edges of the current documents, for `/graph.md`; parsed when first asked."""
         self.writable = writable
         # The claim ends with close(), or when the service is dropped without one.
         self._release = weakref.finalize(self, owner.release) if owner is not None else None
@@ -257,14 +262,15 @@ class Service(VerbMethods):
 
     @staticmethod
     def quick(request: Request) -> bool:
-        """Whether `request` is answered on the caller's loop (`INLINE`): a caller that
-        may block its loop for that long can call `handle` directly and skip a task."""
-        return request.verb in INLINE
+        """Whether `request` is answered on the caller's loop (`INLINE`; not `/graph.md`,
+        which may parse every document): a caller that may block its loop for that long
+        can call `handle` directly and skip a task."""
+        return request.verb in INLINE and request.path != EXPORT_PATH
 
     async def request(self, request: Request) -> Response:
-        """`handle`, on a worker thread unless the verb is quick (`INLINE`): a slow request
-        never stalls the caller's event loop."""
-        if request.verb in INLINE:
+        """`handle`, on a worker thread unless the request is quick: a slow request never
+        stalls the caller's event loop."""
+        if self.quick(request):
             return self.handle(request)
         return await asyncio.get_running_loop().run_in_executor(self._workers, self.handle, request)
 
@@ -445,6 +451,9 @@ class Service(VerbMethods):
         else:
             self._check_read(token, path)
             return self._document_response(doc, request)
+        if path == EXPORT_PATH:
+            self._check_read(token, path)
+            return self._graph_export(request)
         if self.store.is_directory(path):
             index = path.rstrip("/") + "/index.md"
             if self.store.is_document(index):
@@ -453,6 +462,17 @@ class Service(VerbMethods):
             self._check_read(token, path)
             return self._listing(request)
         raise NotFoundError(f"no document at {path}; use LIST on its directory or LOOKUP to find the right path")
+
+    def _graph_export(self, request: Request) -> Response:
+        """`/graph.md` when no document is stored there: the edges of the current documents
+        the caller may read (`graph.export`), so a client's explore card shows the documents
+        linking to one it has not read them from."""
+        visible = self._readable(request.metadata.get("auth"))
+        body = self.graph.render(self.catalog.entries(), visible, MAX_BODY)
+        etag = hashlib.sha256(body).hexdigest()
+        if request.metadata.get("if-none-match", "").strip('"') == etag:
+            return Response(Status.NOT_MODIFIED)
+        return Response(Status.OK, {"etag": etag}, body)
 
     def _split_version(self, path: str) -> tuple[str, int] | None:
         base, _, last = path.rpartition("/")

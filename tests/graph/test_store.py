@@ -121,6 +121,41 @@ def test_titles_of_observed_documents(store: GraphStore) -> None:
     assert store.titles([doc("a"), doc("u"), doc("never")]) == {doc("a"): "A"}
 
 
+def test_a_seed_gives_backlinks_of_documents_never_read(store: GraphStore) -> None:
+    taken = store.seed({doc("a"): "A", doc("c"): "C"}, [link("a", "b", "supersedes"), link("c", "b")])
+    assert taken == 2
+    assert [e.source for e in store.backlinks(doc("b"))] == [doc("a"), doc("c")]
+    assert store.titles([doc("a"), doc("b"), doc("c")]) == {doc("a"): "A", doc("c"): "C"}
+
+
+def test_a_document_read_keeps_its_own_edges_against_any_seed(store: GraphStore) -> None:
+    put(store, "a", link("a", "b"))
+    assert store.seed({doc("a"): "Seeded title"}, [link("a", "c", "depends-on")]) == 0
+    assert [e.target for e in store.outgoing(doc("a"))] == [doc("b")]
+    assert store.titles([doc("a")]) == {doc("a"): "A"}
+    put(store, "d")
+    store.forget(doc("d"))  # a document read as gone stays gone
+    store.seed({}, [link("d", "b")])
+    assert store.outgoing(doc("d")) == []
+
+
+def test_a_later_seed_replaces_what_an_earlier_one_gave(store: GraphStore) -> None:
+    store.seed({}, [link("a", "b"), link("a", "c")])
+    store.seed({}, [link("a", "c", "supersedes")])
+    assert [(e.target, e.rel) for e in store.outgoing(doc("a"))] == [(doc("c"), "supersedes")]
+    put(store, "a", link("a", "b"))  # then the document is read: its read wins
+    assert [e.target for e in store.outgoing(doc("a"))] == [doc("b")]
+
+
+def test_an_export_is_asked_for_once_an_interval_with_the_etag_last_taken_in(store: GraphStore) -> None:
+    assert store.seed_due(W, 100.0, 300.0) == ""
+    assert store.seed_due(W, 150.0, 300.0) is None  # asked for already, even before its answer
+    store.seeded(W, "e1")
+    assert store.seed_due(W, 399.0, 300.0) is None
+    assert store.seed_due(W, 400.0, 300.0) == "e1"
+    assert store.seed_due("mark://other", 150.0, 300.0) == ""
+
+
 def test_the_store_persists_across_reopen(tmp_path: Path) -> None:
     path = tmp_path / "graph" / "graph.sqlite"
     edges = observe_document(doc("a"), {"rel-supersedes": "/old.md"}, b"# A\n\n[b](b.md)\n")

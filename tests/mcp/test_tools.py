@@ -109,14 +109,11 @@ async def test_unknown_anchor_is_a_tool_error_listing_the_anchors(demo_server):
         assert "notes-1" in text
 
 
-async def test_backlinks_come_from_observed_documents(demo_server):
+async def test_backlinks_come_from_the_authoritys_graph_before_any_document_is_read(demo_server):
     async with Client(demo_server) as demo_client:
-        empty, _ = await call(demo_client, "mark_backlinks", url="/decisions/adr-0003-sqlite-job-store.md")
-        assert empty.startswith("No backlinks found for mark://demo.world/decisions/adr-0003-sqlite-job-store.md")
-        await call(demo_client, "mark_fetch", url="/decisions/adr-0007-segment-log.md")
         found, _ = await call(demo_client, "mark_backlinks", url="/decisions/adr-0003-sqlite-job-store.md")
-        assert "mark://demo.world/decisions/adr-0007-segment-log.md" in found
-        assert "[supersedes]" in found
+        assert found.startswith("Backlinks for mark://demo.world/decisions/adr-0003-sqlite-job-store.md (")
+        assert "(mark://demo.world/decisions/adr-0007-segment-log.md) [supersedes]" in found
 
 
 async def test_explore_records_relations_in_both_directions(demo_server):

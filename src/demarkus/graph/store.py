@@ -25,7 +25,7 @@ import json
 import re
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -42,6 +42,7 @@ __all__ = [
     "MAX_PAGE_SIZE",
     "MAX_RELATIONS",
     "SCHEMA_VERSION",
+    "SEEDED_AT",
     "GraphStore",
     "NeighborhoodPage",
     "NeighborhoodRow",
@@ -54,6 +55,9 @@ MAX_PAGE_SIZE = 100
 MAX_RELATIONS = 20
 MAX_EDGES_PER_ROW = 20
 MAX_CURSOR_LENGTH = 1024
+SEEDED_AT = datetime(1970, 1, 1, tzinfo=UTC)
+"""When a node taken from an authority's export (`seed`) counts as observed: never, by
+this store; any read of the document itself is later."""
 
 _SCHEMA = """
 CREATE TABLE nodes (
@@ -128,6 +132,9 @@ class GraphStore:
         """
         self.path = path
         self._lock = threading.RLock()  # `bulk` holds it around the writes it joins
+        self._seeds: dict[str, tuple[float, str]] = {}
+        """Per authority: when its export was last asked for (monotonic seconds), and the
+        etag of the export last taken in; kept in memory, so a new process asks once."""
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
         target = ":memory:" if path is None else str(path)
@@ -222,6 +229,52 @@ class GraphStore:
         with self._lock, self._transaction():
             self._conn.execute("DELETE FROM edges WHERE source = ?", (source,))
             self._conn.execute("UPDATE nodes SET gone = 1 WHERE url = ?", (source,))
+
+    def seed(self, titles: Mapping[str, str], edges: Iterable[Edge]) -> int:
+        """Take in edges an authority published (`export.parse_export`): each of their
+        sources gets them as its outgoing set, and each titled node its title, unless this
+        store read the document itself (its own read wins: the reference's rule). Seeded
+        nodes are recorded as observed at `SEEDED_AT`, so the next seed replaces them.
+        Returns the sources taken in."""
+        by_source: dict[str, list[Edge]] = {}
+        for edge in edges:
+            by_source.setdefault(edge.source, []).append(edge)
+        when = _timestamp(SEEDED_AT)
+        taken = 0
+        with self._lock, self._transaction():
+            read = {url for (url,) in self._conn.execute("SELECT url FROM nodes WHERE observed_at != ?", (when,))}
+            for source in sorted(by_source.keys() - read):
+                self._conn.execute("DELETE FROM edges WHERE source = ?", (source,))
+                self._conn.executemany(
+                    f"INSERT INTO edges ({_EDGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT (source, target, rel) DO UPDATE SET count = count + excluded.count",
+                    [(e.source, e.target, e.rel, e.label, e.anchor, e.fragment, e.count) for e in by_source[source]],
+                )
+                taken += 1
+            for url in sorted((titles.keys() | by_source.keys()) - read):
+                self._conn.execute(
+                    "INSERT INTO nodes (url, title, version, observed_at, gone) VALUES (?, ?, 0, ?, 0) "
+                    "ON CONFLICT (url) DO UPDATE SET title = excluded.title, gone = 0",
+                    (url, titles.get(url, ""), when),
+                )
+        return taken
+
+    def seed_due(self, authority: str, now: float, interval: float) -> str | None:
+        """Whether `authority`'s export is to be asked for at `now`: None when it was asked
+        for less than `interval` seconds ago, else the etag of the one taken in last ("" for
+        none), and the ask is recorded, so callers at the same moment do not all ask."""
+        with self._lock:
+            asked, etag = self._seeds.get(authority, (None, ""))
+            if asked is not None and now - asked < interval:
+                return None
+            self._seeds[authority] = (now, etag)
+            return etag
+
+    def seeded(self, authority: str, etag: str) -> None:
+        """The export of `authority` with `etag` was taken in (`seed`)."""
+        with self._lock:
+            asked, _ = self._seeds.get(authority, (0.0, ""))
+            self._seeds[authority] = (asked, etag)
 
     # --- reads --------------------------------------------------------------------------
 

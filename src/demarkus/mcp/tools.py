@@ -7,6 +7,8 @@ the caller can fix raise `ToolFailure`; answers such as `not-found` are texts.
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -30,6 +32,7 @@ from ..graph.card import (
     render_siblings,
     render_siblings_unavailable,
 )
+from ..graph.export import EXPORT_PATH, parse_export
 from ..markdown import extract_links, opening_paragraph, outline_text, parse_outline
 from ..protocol import (
     INFORMATIVE,
@@ -39,6 +42,7 @@ from ..protocol import (
     Status,
     parse_informative,
     parse_informative_words,
+    parse_mark_url,
     parse_row_etags,
 )
 from .text import (
@@ -54,8 +58,13 @@ from .text import (
     unchanged_notice,
 )
 
+log = logging.getLogger(__name__)
+
 MAX_BUDGET = 100_000
 """A budget above this is a mistake rather than a wish; the tool says so."""
+SEED_INTERVAL = 300.0
+"""Seconds before an authority's `/graph.md` is asked for again (the reference's five
+minutes); an unchanged export then costs one `not-modified` answer."""
 LIST_KEYS = ("entries", "complete", "next-cursor")
 VERSIONS_KEYS = ("total", "current", "chain-valid", "chain-error")
 WRITE_KEYS = ("version", "modified", "archived", "your-version", "server-version")
@@ -206,6 +215,31 @@ class Tools:
         title = response.metadata.get("title", "")
         version = int(response.metadata.get("version", "0") or 0)
         self.resolver.graph(target).observe(target.node, title=title, version=version, edges=edges, observed_at=_now())
+
+    async def _seed(self, target: Target) -> None:
+        """Take in the edges `target`'s authority publishes, at most once per
+        `SEED_INTERVAL`, so the graph knows the documents linking to one this session has not
+        read them from. It never fails a tool: without an export (an older authority, an
+        unreachable one) the graph holds what this session read."""
+        graph = self.resolver.graph(target)
+        authority = parse_mark_url(target.node).authority
+        etag = graph.seed_due(authority, time.monotonic(), SEED_INTERVAL)
+        if etag is None:
+            return
+        try:
+            response = await target.backend.fetch(EXPORT_PATH, token=target.token, if_none_match=etag or None)
+            if response.status != Status.OK:
+                return
+            export = parse_export(response.text, authority)
+        except DemarkusError as exc:
+            log.warning("the graph export of %s could not be read: %s", authority, exc)
+            return
+        if export is None:  # a document of that name, not an export
+            return
+        if export.omitted:
+            log.info("the graph export of %s left out %d edges (its size limit)", authority, export.omitted)
+        graph.seed(export.titles, export.edges)
+        graph.seeded(authority, response.metadata.get("etag", ""))
 
     # --- mark_fetch -----------------------------------------------------------------------
 
@@ -407,6 +441,7 @@ class Tools:
         if unreadable is not None:
             return unreadable
         meta = response.metadata
+        await self._seed(target)
         graph = self.resolver.graph(target)
         try:
             page = graph.neighborhood(
@@ -453,6 +488,7 @@ class Tools:
 
     async def backlinks(self, url: str) -> str:
         target = self._resolve(url)
+        await self._seed(target)
         graph = self.resolver.graph(target)
         edges = graph.backlinks(target.node, within=self.resolver.within(target))
         return render_backlinks(target.node, edges, graph.titles(e.source for e in edges))
