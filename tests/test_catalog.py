@@ -29,3 +29,16 @@ def test_a_tag_filter_ignores_case_and_the_order_is_score_then_importance():
     found = catalog.search(query_terms("runbook snapshot"), "/", parse_filter("tag=Runbook"), 10)
     assert [e.path for e in found] == ["/c.md", "/a.md", "/b.md"]
     assert [e.path for e in catalog.search(["*"], "/", parse_filter("tag=snapshot"), 10)] == ["/c.md", "/a.md"]
+
+
+def test_the_generation_counts_every_change_and_only_changes():
+    catalog = Catalog()
+    start = catalog.generation
+    catalog.put(entry("/b.md", "", "B"))
+    catalog.put(entry("/a.md", "", "A"))
+    assert catalog.generation == start + 2
+    assert [e.path for e in catalog.entries()] == ["/a.md", "/b.md"]
+    catalog.remove("/missing.md")
+    assert catalog.generation == start + 2
+    catalog.remove("/a.md")
+    assert catalog.generation == start + 3 and [e.path for e in catalog.entries()] == ["/b.md"]

@@ -179,6 +179,10 @@ class Catalog:
     def __init__(self) -> None:
         self._entries: dict[str, CatalogEntry] = {}
         self._lock = threading.Lock()
+        self.generation = 0
+        """Counts the changes: what was worked out from the entries at one generation
+        holds until the next (a read of it before `entries` never sees a later state as
+        an earlier one)."""
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -186,10 +190,12 @@ class Catalog:
     def put(self, entry: CatalogEntry) -> None:
         with self._lock:
             self._entries[entry.path] = entry
+            self.generation += 1
 
     def remove(self, path: str) -> None:
         with self._lock:
-            self._entries.pop(path, None)
+            if self._entries.pop(path, None) is not None:
+                self.generation += 1
 
     def get(self, path: str) -> CatalogEntry | None:
         return self._entries.get(path)

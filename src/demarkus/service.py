@@ -468,7 +468,8 @@ class Service(VerbMethods):
         the caller may read (`graph.export`), so a client's explore card shows the documents
         linking to one it has not read them from."""
         visible = self._readable(request.metadata.get("auth"))
-        body = self.graph.render(self.catalog.entries(), visible, MAX_BODY)
+        generation = self.catalog.generation
+        body = self.graph.render(generation, self.catalog.entries(), visible, MAX_BODY)
         etag = hashlib.sha256(body).hexdigest()
         if request.metadata.get("if-none-match", "").strip('"') == etag:
             return Response(Status.NOT_MODIFIED)

@@ -9,6 +9,7 @@ version changed. Links are read as if the store were served under a placeholder 
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 from collections.abc import Callable, Sequence
@@ -28,6 +29,9 @@ log = logging.getLogger(__name__)
 HERE = f"{SCHEME}://here.invalid"
 """The authority's own documents while their links are read (`.invalid` is never a host)."""
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+RENDERED = 8
+"""Exports kept: one per set of readable documents (anonymous, each read grant) in use;
+at most 8 MiB."""
 
 
 class PublishedGraph:
@@ -37,21 +41,36 @@ class PublishedGraph:
     def __init__(self, store: FileStore) -> None:
         self._store = store
         self._by_path: dict[str, tuple[int, tuple[Edge, ...]]] = {}
+        self._rendered: dict[tuple[int, bytes], bytes] = {}
+        """Exports by (catalog generation, the readable paths' digest): callers who may read
+        the same documents of an unchanged store get the same bytes without a render."""
         self._lock = threading.Lock()
 
-    def render(self, entries: Sequence[CatalogEntry], visible: Callable[[str], bool], max_bytes: int) -> bytes:
-        """The export of the documents in `entries` (the current ones) that `visible`
-        allows: their edges, and the titles their metadata gives (as a client's graph
-        records a document it reads)."""
+    def render(
+        self, generation: int, entries: Sequence[CatalogEntry], visible: Callable[[str], bool], max_bytes: int
+    ) -> bytes:
+        """The export of the documents in `entries` (the current ones, as of the catalog's
+        `generation`) that `visible` allows: their edges, and the titles their metadata
+        gives (as a client's graph records a document it reads)."""
+        readable = [entry for entry in entries if visible(entry.path)]
+        key = (generation, hashlib.sha256("\n".join(entry.path for entry in readable).encode()).digest())
+        with self._lock:
+            kept = self._rendered.get(key)
+        if kept is not None:
+            return kept
         current = {entry.path for entry in entries}
         with self._lock:
             for gone in self._by_path.keys() - current:
                 del self._by_path[gone]
-        readable = [entry for entry in entries if visible(entry.path)]
         edges = [edge for entry in readable for edge in self._edges(entry.path)]
         titles = {entry.path: entry.metadata.get("title", "") for entry in readable}
         exported = max((entry.modified for entry in readable), default=_EPOCH)
-        return render_export(titles, edges, exported, max_bytes)
+        body = render_export(titles, edges, exported, max_bytes)
+        with self._lock:
+            if len(self._rendered) >= RENDERED:
+                del self._rendered[next(iter(self._rendered))]  # the oldest
+            self._rendered[key] = body
+        return body
 
     def _edges(self, path: str) -> tuple[Edge, ...]:
         version = self._store.current_version(path)
