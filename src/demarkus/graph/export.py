@@ -28,11 +28,12 @@ puts its own in front::
     |------|----|-----|-------|--------|-------|
     | /a.md | /b.md#intro | depends-on |  |  | 1 |
 
-`Exported` is the newest modification among the documents listed, so a store that did not
-change gives the same bytes (and etag). Cells escape `\\` then `|`; runs of white space
-become one space, as the explore card prints a label. Edges to other authorities keep their full `mark://` URL; links to the web are left
-out (they are nobody's backlinks here). When the edges would pass `max_bytes`, the last
-ones are left out and `> Omitted: N edges` says how many.
+`Exported` is the newest modification among the documents the caller may read, so a store
+that did not change gives the same bytes (and etag). Cells escape `\\` then `|`; runs of
+white space become one space, as the explore card prints a label. Edges to other
+authorities keep their full `mark://` URL; links to the web are left out (they are
+nobody's backlinks here). When the edges would pass `max_bytes`, the last ones are left out
+and `> Omitted: N edges` says how many.
 """
 
 from __future__ import annotations
@@ -102,7 +103,7 @@ def _text(
     if omitted:
         out.append(f"> Omitted: {omitted} edges\n")
     out.append("\n## Nodes\n\n" + _NODE_HEADER)
-    out += [f"| [{_cell(p)}]({p}) | {_cell(titles.get(p, ''))} | ok | {links[p]} |\n" for p in nodes]
+    out += [f"| [{_cell(p)}]({_cell(p)}) | {_cell(titles.get(p, ''))} | ok | {links[p]} |\n" for p in nodes]
     out.append("\n## Edges\n\n" + _EDGE_HEADER)
     out += rows
     return "".join(out)

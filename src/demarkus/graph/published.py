@@ -67,6 +67,8 @@ class PublishedGraph:
         exported = max((entry.modified for entry in readable), default=_EPOCH)
         body = render_export(titles, edges, exported, max_bytes)
         with self._lock:
+            for old in [k for k in self._rendered if k[0] != generation]:
+                del self._rendered[old]  # of a store that changed since
             if len(self._rendered) >= RENDERED:
                 del self._rendered[next(iter(self._rendered))]  # the oldest
             self._rendered[key] = body
