@@ -21,6 +21,7 @@ import argparse
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from demarkus.graph import GraphStore
@@ -78,11 +79,11 @@ def measure(world: Path, root: Path, repeats: int) -> dict[str, object]:
     }
 
 
-def _median(action: object, repeats: int) -> float:
+def _median(action: Callable[[], object], repeats: int) -> float:
     times = []
     for _ in range(repeats):
         started = time.perf_counter()
-        action()  # type: ignore[operator]
+        action()
         times.append(time.perf_counter() - started)
     return statistics.median(times)
 
