@@ -414,6 +414,7 @@ async def test_graph_md_lists_the_links_between_the_documents_a_caller_may_read(
     assert "| /docs/a.md | /docs/b.md#setup |  | the B notes | a | 2 |\n" in text
     assert "| /docs/a.md | /docs/old.md | supersedes |  |  | 1 |\n" in text
     assert "| [/docs/a.md](/docs/a.md) | A | ok | 2 |\n" in text
+    assert "| [/docs/old.md](/docs/old.md) |  | unknown | 0 |\n" in text  # no such document
     assert "example.org" not in text and "private" not in text and "Plan" not in text
     reader = (await backend.fetch("/graph.md", token=tokens.reader)).text
     assert "| /private/p.md | /docs/a.md |  | A |  | 1 |\n" in reader and "| Plan |" in reader
@@ -426,6 +427,7 @@ async def test_graph_md_lists_the_links_between_the_documents_a_caller_may_read(
     assert after.status == "ok"
     assert "| /docs/b.md | /docs/a.md |  | A | b | 1 |\n" in after.text  # the new version's link
     assert "\n| /docs/a.md |" not in after.text  # the archived document's links are gone
+    assert "| [/docs/a.md](/docs/a.md) |  | unknown | 0 |\n" in after.text
 
 
 async def test_a_document_stored_at_graph_md_is_served_as_it_was_stored(backend: Backend, tokens: Tokens):

@@ -23,6 +23,7 @@ def test_an_export_reads_back_on_the_clients_name_for_the_authority():
     text = render_export({"/a.md": "Alpha | first", "/b.md": "Beta"}, _edges(), WHEN, 1 << 20).decode()
     assert text.startswith("# Document Graph\n\n> Exported: 2026-09-01T12:30:00Z\n> Nodes: 2\n> Edges: 3\n")
     assert "| [/a.md](/a.md) | Alpha \\| first | ok | 2 |" in text
+    assert "| [/b.md](/b.md) | Beta | ok | 1 |" in text
     assert "| /a.md | /b.md#setup |  | the \\| other \\\\ one | intro | 3 |" in text
     export = parse_export(text, HERE)
     assert export is not None and export.omitted == 0

@@ -28,6 +28,8 @@ puts its own in front::
     |------|----|-----|-------|--------|-------|
     | /a.md | /b.md#intro | depends-on |  |  | 1 |
 
+A node's status is `ok` for a current document the caller may read and `unknown` for any
+other link target (a missing document and one the caller may not read look alike).
 `Exported` is the newest modification among the documents the caller may read, so a store
 that did not change gives the same bytes (and etag). Cells escape `\\` then `|`; runs of
 white space become one space, as the explore card prints a label. Edges to other
@@ -103,10 +105,19 @@ def _text(
     if omitted:
         out.append(f"> Omitted: {omitted} edges\n")
     out.append("\n## Nodes\n\n" + _NODE_HEADER)
-    out += [f"| [{_cell(p)}]({_cell(p)}) | {_cell(titles.get(p, ''))} | ok | {links[p]} |\n" for p in nodes]
+    out += [
+        f"| [{_cell(p)}]({_cell(p)}) | {_cell(titles.get(p, ''))} | {_status(p, titles)} | {links[p]} |\n"
+        for p in nodes
+    ]
     out.append("\n## Edges\n\n" + _EDGE_HEADER)
     out += rows
     return "".join(out)
+
+
+def _status(path: str, titles: Mapping[str, str]) -> str:
+    """`ok` for a document the export was given (a current one the caller may read), else
+    `unknown`: a link's target that is missing and one the caller may not read look alike."""
+    return "ok" if path in titles else "unknown"
 
 
 def _edge_row(edge: Edge) -> str:
