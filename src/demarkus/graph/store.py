@@ -9,8 +9,10 @@ Schema (PRAGMA user_version = 1)::
         INDEX edges_by_target (target, source, rel)  -- incoming: by target
 
 An observation replaces the FULL outgoing edge set of its document in one transaction,
-so a fresh read always wins and stale links vanish. Targets need not be nodes: edges to
-documents never observed, on other authorities or outside mark:// are kept as they are.
+so a fresh read always wins and stale links vanish; a seed (an authority's `/graph.md`,
+`seed`) does the same for the documents this store has not read itself. Targets need not
+be nodes: edges to documents never observed, on other authorities or outside mark:// are
+kept as they are.
 
 One connection (WAL, `check_same_thread=False`) guarded by a lock, so the store can be
 shared by the threads of one process; another process sees committed observations.
@@ -202,14 +204,8 @@ class GraphStore:
             if edge.source != source:
                 raise ValueError(f"edge source {edge.source!r} is not the observed {source!r}")
         when = _timestamp(observed_at)
-        rows = [(e.source, e.target, e.rel, e.label, e.anchor, e.fragment, e.count) for e in edges]
         with self._lock, self._transaction():
-            self._conn.execute("DELETE FROM edges WHERE source = ?", (source,))
-            self._conn.executemany(
-                f"INSERT INTO edges ({_EDGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (source, target, rel) DO UPDATE SET count = count + excluded.count",
-                rows,
-            )
+            self._replace_outgoing(source, edges)
             self._conn.execute(
                 "INSERT INTO nodes (url, title, version, observed_at, gone) VALUES (?, ?, ?, ?, 0) "
                 "ON CONFLICT (url) DO UPDATE SET title = excluded.title, "
@@ -244,12 +240,7 @@ class GraphStore:
         with self._lock, self._transaction():
             read = {url for (url,) in self._conn.execute("SELECT url FROM nodes WHERE observed_at != ?", (when,))}
             for source in sorted(by_source.keys() - read):
-                self._conn.execute("DELETE FROM edges WHERE source = ?", (source,))
-                self._conn.executemany(
-                    f"INSERT INTO edges ({_EDGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) "
-                    "ON CONFLICT (source, target, rel) DO UPDATE SET count = count + excluded.count",
-                    [(e.source, e.target, e.rel, e.label, e.anchor, e.fragment, e.count) for e in by_source[source]],
-                )
+                self._replace_outgoing(source, by_source[source])
                 taken += 1
             for url in sorted((titles.keys() | by_source.keys()) - read):
                 self._conn.execute(
@@ -406,6 +397,16 @@ class GraphStore:
             yield
 
     # --- internals ----------------------------------------------------------------------
+
+    def _replace_outgoing(self, source: str, edges: Iterable[Edge]) -> None:
+        """`source`'s outgoing edges become `edges` (repeats of one (target, rel) add their
+        counts); inside the caller's transaction."""
+        self._conn.execute("DELETE FROM edges WHERE source = ?", (source,))
+        self._conn.executemany(
+            f"INSERT INTO edges ({_EDGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (source, target, rel) DO UPDATE SET count = count + excluded.count",
+            [(e.source, e.target, e.rel, e.label, e.anchor, e.fragment, e.count) for e in edges],
+        )
 
     def _transaction(self) -> _Transaction:
         return _Transaction(self._conn)
