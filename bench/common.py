@@ -29,7 +29,9 @@ SHARED_WORLDS = REPO.parent / "shared" / "worlds"
 """The frozen worlds, in the `shared` folder beside the repository."""
 PEPS = SHARED_WORLDS / "peps"
 DEMO = REPO / "src" / "demarkus" / "worlds" / "demo"
-VISIBLE_WORLDS = (PEPS, SHARED_WORLDS / "eth", SHARED_WORLDS / "rust", DEMO)
+GO = BENCH / "worlds" / "go"
+"""Design documents without metadata, kept in the repository (`bench/worlds/go/README.md`)."""
+VISIBLE_WORLDS = (PEPS, SHARED_WORLDS / "eth", SHARED_WORLDS / "rust", DEMO, GO)
 """Every world a change is judged on."""
 PYTHON = sys.executable
 """Every subprocess runs this interpreter; a bench runs from the repository root as

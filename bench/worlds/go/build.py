@@ -1,0 +1,57 @@
+"""Rebuild this world's corpus from a clone of github.com/golang/proposal.
+
+    python bench/worlds/go/build.py CLONE
+
+CLONE must hold commit COMMIT (and 03441cb, the structured logging proposal's first
+revision). Writes corpus.jsonl beside this file; questions.json, rubric.json and the
+manifest's fingerprints are kept by hand (see README.md).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+COMMIT = "f6e2e6b7f89c932d16aaa20b2aabddd599e5b468"
+EARLIER = {"design/56345-structured-logging.md": ["03441cb"]}
+"""Earlier revisions loaded before the current one, oldest first."""
+HERE = Path(__file__).resolve().parent
+TITLE = re.compile(r"^\ufeff?# (.+)$", re.M)
+
+
+def show(clone: Path, rev: str, path: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(clone), "show", f"{rev}:{path}"], capture_output=True, check=True
+    ).stdout.decode("utf-8")
+
+
+def names(clone: Path) -> list[str]:
+    """Every design document but the template and the `.src.md` sources that generated
+    documents are built from (their text is that of the document they generate)."""
+    listed = subprocess.run(
+        ["git", "-C", str(clone), "ls-tree", "-r", "--name-only", COMMIT, "design"],
+        capture_output=True,
+        check=True,
+        text=True,
+    ).stdout.split()
+    return sorted(n for n in listed if n.endswith(".md") and n != "design/TEMPLATE.md" and not n.endswith(".src.md"))
+
+
+def main(clone: Path) -> None:
+    lines = []
+    for name in names(clone):
+        bodies = [show(clone, rev, name) for rev in EARLIER.get(name, [])] + [show(clone, COMMIT, name)]
+        match = TITLE.search(bodies[-1])
+        title = match.group(1).strip() if match else Path(name).stem
+        lines.append(
+            json.dumps({"path": "/" + name, "metadata": {"title": title}, "versions": bodies}, ensure_ascii=False)
+        )
+    (HERE / "corpus.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(f"{len(lines)} documents")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
