@@ -217,6 +217,17 @@ def test_a_document_without_headings_is_all_preamble() -> None:
     assert outline.preamble == b"just text\n"
 
 
+def test_a_byte_order_mark_does_not_hide_the_first_heading() -> None:
+    body = "\ufeff# Title\n\nIntro.\n\n## Part\n\nText.\n".encode()
+    outline = parse_outline(body)
+    assert [(s.level, s.anchor, s.start) for s in outline.sections] == [
+        (1, "title", 0),
+        (2, "part", body.index(b"## Part")),
+    ]
+    assert outline.preamble == b""
+    assert list(block_starts(body)) == [0, body.index(b"Intro."), body.index(b"## Part"), body.index(b"Text.")]
+
+
 def test_a_body_that_is_not_utf8_is_a_bad_request() -> None:
     with pytest.raises(BadRequestError, match="UTF-8"):
         parse_outline(b"# caf\xe9\n")

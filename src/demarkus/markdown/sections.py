@@ -253,6 +253,9 @@ def parse_body(body: bytes, *, inline: bool) -> ParsedBody:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise BadRequestError(f"the body is not valid UTF-8 (byte {exc.start}); send markdown as UTF-8 text") from exc
+    # A byte-order mark (files saved by some Windows editors) would make the first line
+    # text rather than a heading; blocks are found by line, so dropping it moves no offset.
+    text = text.removeprefix("\ufeff")
     env: dict[str, Any] = {}
     tokens = (_FULL_BLOCKS if inline else _BLOCKS).parse(text, env)
     if inline:
