@@ -18,12 +18,14 @@ from collections import Counter
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from demarkus.protocol import validate_publisher_metadata
 from demarkus.worlds import World, WorldDocument, demo_world_path, open_world
+
+from .rubric import assert_quote_in_section, has_kind
+from .rubric import evidence as rubric_evidence
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO / "tools" / "build_demo_world.py"
@@ -323,15 +325,6 @@ def test_questions_cover_the_categories() -> None:
         assert scope == "/" or scope.rstrip("/") in {p.rsplit("/", 1)[0] for p in documents()}
 
 
-def _type_ok(value: Any, kind: str) -> bool:
-    return {
-        "string": isinstance(value, str),
-        "number": isinstance(value, int | float) and not isinstance(value, bool),
-        "boolean": isinstance(value, bool),
-        "array of strings": isinstance(value, list) and all(isinstance(v, str) for v in value),
-    }[kind]
-
-
 def test_rubric_matches_the_questions() -> None:
     rubric = world().rubric()
     questions = {q["id"]: q for q in world().questions()}
@@ -345,18 +338,12 @@ def test_rubric_matches_the_questions() -> None:
         assert entry["abstain"] is False
         assert set(entry["answer"]) == set(q["fields"]) == set(entry["evidence"])
         for field, kind in q["fields"].items():
-            assert _type_ok(entry["answer"][field], kind), (qid, field)
+            assert has_kind(entry["answer"][field], kind), (qid, field)
             assert entry["evidence"][field], (qid, field)
 
 
-def _evidence() -> list[tuple[str, dict[str, Any]]]:
-    return [
-        (qid, item) for qid, entry in world().rubric().items() for items in entry["evidence"].values() for item in items
-    ]
-
-
 def test_every_quote_occurs_once_in_its_section() -> None:
-    evidence = _evidence()
+    evidence = rubric_evidence(world())
     assert len(evidence) >= 20
     for qid, item in evidence:
         doc = documents()[item["path"]]
@@ -370,12 +357,8 @@ def test_every_quote_occurs_once_in_its_section() -> None:
 
 def test_quotes_agree_with_parse_outline() -> None:
     markdown = pytest.importorskip("demarkus.markdown")
-    for qid, item in _evidence():
-        body = documents()[item["path"]].versions[item["version"] - 1].encode()
-        outline = markdown.parse_outline(body)
-        section = outline.find(item["anchor"])
-        assert section is not None and section.anchor == item["anchor"], (qid, item["anchor"])
-        assert body[section.start : section.end].count(item["quote"].encode()) == 1, qid
+    for qid, item in rubric_evidence(world()):
+        assert_quote_in_section(documents(), qid, item)
     for doc in documents().values():
         for body in doc.versions:
             ours = split_sections(body.encode())

@@ -9,18 +9,12 @@ from __future__ import annotations
 from collections import Counter
 from functools import cache
 from pathlib import Path
-from typing import Any
 
-from demarkus.markdown import parse_outline
 from demarkus.worlds import World, WorldDocument, open_world
 
+from .rubric import assert_quote_in_section, evidence, has_kind
+
 GO = Path(__file__).resolve().parents[2] / "bench" / "worlds" / "go"
-KINDS = {
-    "string": lambda v: isinstance(v, str),
-    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-    "boolean": lambda v: isinstance(v, bool),
-    "array of strings": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
-}
 
 
 @cache
@@ -53,22 +47,11 @@ def test_questions_and_rubric_agree() -> None:
             continue
         assert set(entry["answer"]) == set(q["fields"]) == set(entry["evidence"]), qid
         for field, kind in q["fields"].items():
-            assert KINDS[kind](entry["answer"][field]), (qid, field)
-
-
-def evidence() -> list[tuple[str, dict[str, Any]]]:
-    return [
-        (qid, item) for qid, entry in world().rubric().items() for items in entry["evidence"].values() for item in items
-    ]
+            assert has_kind(entry["answer"][field], kind), (qid, field)
 
 
 def test_every_quote_occurs_once_in_its_section() -> None:
-    items = evidence()
+    items = evidence(world())
     assert len(items) >= 40
     for qid, item in items:
-        doc = documents()[item["path"]]
-        assert 1 <= item["version"] <= len(doc.versions), (qid, item)
-        body = doc.versions[item["version"] - 1].encode()
-        section = parse_outline(body).find(item["anchor"])
-        assert section is not None and section.anchor == item["anchor"], (qid, item["anchor"])
-        assert body[section.start : section.end].count(item["quote"].encode()) == 1, (qid, item["quote"])
+        assert_quote_in_section(documents(), qid, item)
