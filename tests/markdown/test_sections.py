@@ -228,6 +228,15 @@ def test_a_byte_order_mark_does_not_hide_the_first_heading() -> None:
     assert list(block_starts(body)) == [0, body.index(b"Intro."), body.index(b"## Part"), body.index(b"Text.")]
 
 
+def test_yaml_front_matter_is_preamble_not_a_heading() -> None:
+    body = b"---\ntitle: Segment log\ntags: a, b\n---\n\n# Segment log\n\nText.\n"
+    outline = parse_outline(body)
+    assert [(s.level, s.anchor, s.start) for s in outline.sections] == [(1, "segment-log", body.index(b"# Segment"))]
+    assert outline.preamble == b"---\ntitle: Segment log\ntags: a, b\n---\n\n"
+    # an opening rule that is never closed is not front matter
+    assert titles("---\n# Intro\n\nText.\n") == [(1, "Intro")]
+
+
 def test_a_body_that_is_not_utf8_is_a_bad_request() -> None:
     with pytest.raises(BadRequestError, match="UTF-8"):
         parse_outline(b"# caf\xe9\n")

@@ -38,6 +38,7 @@ from typing import Any
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
+from mdit_py_plugins.front_matter import front_matter_plugin
 
 from ..errors import BadRequestError
 
@@ -218,9 +219,12 @@ class _DestinationsAsWritten(MarkdownIt):
         return url
 
 
-_BLOCKS = MarkdownIt("commonmark").disable("inline")
-_FULL = _DestinationsAsWritten("commonmark")
-_FULL_BLOCKS = _DestinationsAsWritten("commonmark").disable("inline")
+# A leading `---` block is YAML front matter (a note written for Jekyll, Hugo or Obsidian,
+# published as it is): part of the preamble, not a thematic break over a setext heading
+# made of its keys.
+_BLOCKS = MarkdownIt("commonmark").use(front_matter_plugin).disable("inline")
+_FULL = _DestinationsAsWritten("commonmark").use(front_matter_plugin)
+_FULL_BLOCKS = _DestinationsAsWritten("commonmark").use(front_matter_plugin).disable("inline")
 
 
 @dataclass(frozen=True, slots=True)
