@@ -4,22 +4,23 @@
 
 CLONE must hold commit COMMIT (and 03441cb, the structured logging proposal's first
 revision). Writes corpus.jsonl beside this file; questions.json, rubric.json and the
-manifest's fingerprints are kept by hand (see README.md).
+manifest's fingerprints are kept by hand (see README.md). Run it with the project's
+virtualenv (it reads titles with `demarkus.markdown`).
 """
 
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
+
+from demarkus.markdown.frontmatter import first_heading
 
 COMMIT = "f6e2e6b7f89c932d16aaa20b2aabddd599e5b468"
 EARLIER = {"design/56345-structured-logging.md": ["03441cb"]}
 """Earlier revisions loaded before the current one, oldest first."""
 HERE = Path(__file__).resolve().parent
-TITLE = re.compile(r"^\ufeff?# (.+)$", re.M)
 
 
 def show(clone: Path, rev: str, path: str) -> str:
@@ -44,8 +45,8 @@ def main(clone: Path) -> None:
     lines = []
     for name in names(clone):
         bodies = [show(clone, rev, name) for rev in EARLIER.get(name, [])] + [show(clone, COMMIT, name)]
-        match = TITLE.search(bodies[-1])
-        title = match.group(1).strip() if match else Path(name).stem
+        # the title `demarkus import` gives a note (its first H1, outside code), else the file's name
+        title = first_heading(bodies[-1].encode("utf-8")) or Path(name).stem
         lines.append(
             json.dumps({"path": "/" + name, "metadata": {"title": title}, "versions": bodies}, ensure_ascii=False)
         )
