@@ -531,11 +531,12 @@ def test_the_index_persists_across_reopening(tmp_path: Path) -> None:
         assert where(ix.search("zorbex", "/", limit=5)) == [("/p.md", "part")]
 
 
-def test_a_file_of_another_schema_version_is_emptied_for_a_rebuild(tmp_path: Path) -> None:
+@pytest.mark.parametrize("other", [SCHEMA_VERSION - 1, SCHEMA_VERSION + 1])
+def test_a_file_of_another_schema_version_is_emptied_for_a_rebuild(tmp_path: Path, other: int) -> None:
     with SectionIndex(tmp_path / "i.sqlite") as ix:
         put(ix, "/p.md", "# P\n\nzorbex\n")
     db = sqlite3.connect(tmp_path / "i.sqlite")
-    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    db.execute(f"PRAGMA user_version = {other}")
     db.close()
     with SectionIndex(tmp_path / "i.sqlite") as ix:
         assert ix.indexed_versions() == {}

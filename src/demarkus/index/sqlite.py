@@ -74,8 +74,11 @@ from .query import (
 
 log = logging.getLogger("demarkus.index")
 
-SCHEMA_VERSION = 2
-"""Bumped whenever the tables change; 1 lacked `sections.importance`."""
+SCHEMA_VERSION = 3
+"""Bumped whenever what a file holds changes: its tables, or the rows a body is cut into,
+so an index built before is refilled on open rather than kept with rows the parser no
+longer makes. 1 lacked `sections.importance`; 2 read a heading after a byte-order mark as
+text, and YAML front matter as a heading made of its keys."""
 TOKENIZE = "porter unicode61 remove_diacritics 2"
 
 _SCHEMA = f"""
