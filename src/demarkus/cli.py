@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+from click.decorators import FC
 
 from . import access, auth
 from .access import hidden_count, hidden_note
@@ -64,6 +65,34 @@ def _guard(func: Callable[..., Any]) -> Callable[..., Any]:
 @click.version_option(package_name="demarkus")
 def main() -> None:
     """demarkus: versioned markdown over the Mark Protocol, for agents and people."""
+
+
+def _sites(_ctx: click.Context, _param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    """The --site addresses, each checked and ending in `/`."""
+    from .importer.site import parse_site
+
+    try:
+        return tuple(dict.fromkeys(parse_site(url) for url in value))
+    except DemarkusError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def site_option(help_prefix: str = "") -> Callable[[FC], FC]:
+    """`--site URL` (repeatable): an address the folder is also published at."""
+    return click.option(
+        "--site",
+        "sites",
+        multiple=True,
+        metavar="URL",
+        callback=_sites,
+        help=(help_prefix + _SITE_HELP) if help_prefix else _SITE_HELP[0].upper() + _SITE_HELP[1:],
+    )
+
+
+_SITE_HELP = (
+    "an address the folder is also published at, e.g. https://github.com/org/repo/blob/main/ "
+    "(repeatable): a link to a note's .md file there becomes a link to the note."
+)
 
 
 # --- targets ----------------------------------------------------------------------------
@@ -409,6 +438,7 @@ def _print_listening(url: str, root: Path) -> None:
 )
 @click.option("--prefix", default="/", show_default=True, help="With --docs: the document folder it goes under.")
 @click.option("--git", "use_git", is_flag=True, help="With --docs: each commit that changed a file is a version.")
+@site_option("With --docs: ")
 @_guard
 def serve(
     root: Path | None,
@@ -422,6 +452,7 @@ def serve(
     docs: Path | None,
     prefix: str,
     use_git: bool,
+    sites: tuple[str, ...],
 ) -> None:
     """Serve a store as a Mark authority over QUIC (with --docs, a markdown folder kept in
     sync)."""
@@ -452,7 +483,9 @@ def serve(
 
     async def go() -> None:
         owner = service.as_owner()
-        sync = docs_sync(docs, owner, LOCAL_AUTHORITY, report, prefix=canonical_path(prefix), use_git=use_git)
+        sync = docs_sync(
+            docs, owner, LOCAL_AUTHORITY, report, prefix=canonical_path(prefix), use_git=use_git, sites=sites
+        )
         await following(sync, _serve(service, host, port, cert, key, banner), report)
 
     _run(go())
@@ -650,6 +683,7 @@ folder_target_options = [
     click.option("--token", envvar="DEMARKUS_AUTH", help="Publish token for a mark:// target (or DEMARKUS_AUTH)."),
     click.option("--ca", type=click.Path(exists=True, path_type=Path)),
     click.option("--insecure", is_flag=True),
+    site_option(),
 ]
 """The folder and where it goes, shared by `import` and `sync`."""
 
@@ -692,6 +726,7 @@ def import_command(
     token: str | None,
     ca: Path | None,
     insecure: bool,
+    sites: tuple[str, ...],
 ) -> None:
     """Import every *.md file under FOLDER into a store (--root STORE) or an authority
     (TARGET mark://host[:port]/ with --token); the folder is only read. Prints a summary;
@@ -710,6 +745,7 @@ def import_command(
         token=token,
         ca=ca,
         insecure=insecure,
+        sites=sites,
     )
     for line in summary.lines():
         click.echo(line)
@@ -732,6 +768,7 @@ def sync(
     token: str | None,
     ca: Path | None,
     insecure: bool,
+    sites: tuple[str, ...],
 ) -> None:
     """Keep a store (--root STORE) or an authority (TARGET mark://host[:port]/ with --token)
     in step with FOLDER: import what changed and archive the documents whose file is gone;
@@ -757,6 +794,7 @@ def sync(
         token=token,
         ca=ca,
         insecure=insecure,
+        sites=sites,
     )
     if not watch:
         for line in summary.lines():
@@ -832,6 +870,7 @@ def demo(host: str, port: int, workdir: Path, log_json: bool) -> None:
 )
 @click.option("--prefix", default="/", show_default=True, help="With --docs: the document folder it goes under.")
 @click.option("--git", "use_git", is_flag=True, help="With --docs: each commit that changed a file is a version.")
+@site_option("With --docs: ")
 @click.option("--token", envvar="DEMARKUS_AUTH")
 @click.option("--ca", type=click.Path(exists=True, path_type=Path))
 @click.option("--insecure", is_flag=True)
@@ -845,6 +884,7 @@ def mcp_command(
     docs: Path | None,
     prefix: str,
     use_git: bool,
+    sites: tuple[str, ...],
     token: str | None,
     ca: Path | None,
     insecure: bool,
@@ -904,7 +944,14 @@ def mcp_command(
         try:
             if docs is not None and service is not None:
                 sync = docs_sync(
-                    docs, service, identity, report, graph=graph, prefix=canonical_path(prefix), use_git=use_git
+                    docs,
+                    service,
+                    identity,
+                    report,
+                    graph=graph,
+                    prefix=canonical_path(prefix),
+                    use_git=use_git,
+                    sites=sites,
                 )
                 await following(sync, server.run_stdio_async(), report)
             else:

@@ -1,6 +1,7 @@
-"""`demarkus mcp --docs FOLDER` as a real stdio subprocess, nothing else given: the folder
-is imported into a store under the user's data directory, its relations are known, the
-tools only read, and a saved change shows in `mark_lookup` within 2 s. Waits are bounded
+"""`demarkus mcp --docs FOLDER --site URL` as a real stdio subprocess, nothing else given:
+the folder is imported into a store under the user's data directory, its relations (and
+its links by the address it is published at) are known, the tools only read, and a saved
+change shows in `mark_lookup` within 2 s. Waits are bounded
 and wake on the server's own `docs:` lines on stderr (no sleeps)."""
 
 from __future__ import annotations
@@ -49,11 +50,13 @@ async def test_mcp_docs_serves_a_folder_and_follows_its_changes(tmp_path: Path):
     (folder / "adr").mkdir(parents=True)
     (folder / "adr" / "one.md").write_text("---\ntitle: One\nsuperseded-by: two.md\n---\nThe old lease rule.\n")
     (folder / "adr" / "two.md").write_text("---\ntitle: Two\nsupersedes: one.md\n---\nThe new lease rule.\n")
+    site = "https://github.com/org/notes/blob/main/"
+    (folder / "history.md").write_text(f"# History\n\nIt began with [the old rule]({site}adr/one.md).\n")
     data = tmp_path / "data"
     write_end, lines = _stderr_lines()
     env = {**os.environ, "XDG_DATA_HOME": str(data), "DEMARKUS_HOME": str(tmp_path / "home")}
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "demarkus", "mcp", "--docs", str(folder)], env=env
+        command=sys.executable, args=["-m", "demarkus", "mcp", "--docs", str(folder), "--site", site], env=env
     )
     with os.fdopen(write_end, "w") as errlog:
         async with Client(stdio_client(params, errlog=errlog)) as agent:
@@ -79,6 +82,7 @@ async def test_mcp_docs_serves_a_folder_and_follows_its_changes(tmp_path: Path):
                 await _next_line(lines, 5)
             backlinks, _ = await call(agent, "mark_backlinks", url="/adr/one.md")
             assert "/adr/two.md" in backlinks and "supersedes" in backlinks
+            assert "/history.md" in backlinks  # a link by the folder's published address
 
             before = tree_state(folder)
             (folder / "adr" / "two.md").write_text(

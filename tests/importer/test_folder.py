@@ -193,6 +193,26 @@ def test_relations_and_links_are_seen_by_backlinks_and_explore_without_reading_f
     assert "incoming [supersedes]" in explored
 
 
+def test_links_by_the_folders_published_address_are_edges_to_its_notes(folder: Path, tmp_path: Path):
+    site = "https://github.com/org/notes/blob/main/"
+    (folder / "history.md").write_text(f"# History\n\nIt began with [the log]({site}adr/0001-log.md).\n")
+    root = tmp_path / "store"
+    run(folder, root, sites=(site,))
+    backlinks, explored = asyncio.run(
+        tool_texts(
+            root,
+            [
+                ("mark_backlinks", {"url": "/kb/adr/0001-log.md"}),
+                ("mark_explore", {"url": "/kb/history.md"}),
+            ],
+        )
+    )
+    assert f"{AUTHORITY}/kb/history.md" in backlinks
+    assert f"- [Segment log]({AUTHORITY}/kb/adr/0001-log.md)" in explored and site not in explored
+    again = run(folder, root, sites=(site,))
+    assert again.count(Outcome.UNCHANGED) == len(GOOD) + 1  # the same bytes: no new version
+
+
 def test_a_second_run_changes_nothing_and_an_edit_makes_exactly_one_version(folder: Path, tmp_path: Path):
     root = tmp_path / "store"
     run(folder, root)

@@ -22,6 +22,7 @@ from ..render import format_time
 from ..store.versionfile import sha256_tag
 from .history import GIT_BASE, GitHistory, pending, revision_metadata
 from .note import Note, document_path, parse_note, read_file
+from .site import Sites
 
 __all__ = ["Current", "FileResult", "Outcome", "Source", "Target", "Version", "archive_document", "import_file"]
 
@@ -54,6 +55,13 @@ class Source:
     folder: Path
     prefix: str = "/"
     history: GitHistory | None = None
+    sites: tuple[str, ...] = ()
+    """Web addresses the folder is published at, each as `site.parse_site` gives it."""
+
+    @property
+    def published(self) -> Sites | None:
+        """The sites with the document folder: what makes their links local (None: none)."""
+        return Sites(self.sites, self.prefix) if self.sites else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +109,7 @@ async def import_file(source: Source, target: Target, relative: str) -> FileResu
         return FileResult(relative, "", Outcome.REFUSED, problems=(exc.message,))
     try:
         raw = read_file(source.folder / relative)
-        worktree = parse_note(raw, path)
+        worktree = parse_note(raw, path, sites=source.published)
         current, restored = await _current(target, path)
         problems: list[str] = []
         versions = _versions(source, relative, raw, worktree, current, problems)
@@ -186,14 +194,16 @@ def _versions(
     versions = []
     for revision in pending(history, dict(current.metadata) if current is not None else None):
         try:
-            note = parse_note(source.history.read(revision), worktree.path, revision_metadata(revision))
+            note = parse_note(
+                source.history.read(revision), worktree.path, revision_metadata(revision), source.published
+            )
         except DemarkusError as exc:
             problems.append(f"commit {revision.commit[:12]} left out: {exc.message}")
             continue
         versions.append(Version(note.body, note.metadata, revision.time))
     head = history[-1]
     if raw == source.history.read(head):
-        final = parse_note(raw, worktree.path, revision_metadata(head))
+        final = parse_note(raw, worktree.path, revision_metadata(head), source.published)
         versions.append(Version(final.body, final.metadata, head.time))
     else:
         versions.append(Version(worktree.body, {**worktree.metadata, GIT_BASE: head.commit}))

@@ -54,9 +54,11 @@ def run_import(
     token: str | None = None,
     ca: Path | None = None,
     insecure: bool = False,
+    sites: tuple[str, ...] = (),
 ) -> Summary:
     """Import `folder` into the store at `root` (created when missing) or the authority
-    at `url`: a sync's catch-up, which archives missing files only when asked.
+    at `url`: a sync's catch-up, which archives missing files only when asked. `sites`:
+    the web addresses the folder is published at (`site.parse_site` form).
 
     Raises:
         ConfigError: --git outside a git repository, or another process writes the store.
@@ -76,6 +78,7 @@ def run_import(
         insecure=insecure,
         archive_missing=archive_missing,
         verb="importing",
+        sites=sites,
     )
 
 
@@ -94,6 +97,7 @@ def run_sync(
     insecure: bool = False,
     archive_missing: bool = True,
     verb: str = "syncing",
+    sites: tuple[str, ...] = (),
 ) -> Summary:
     """Bring the store at `root` (created when missing) or the authority at `url` in step
     with `folder`: import what changed, archive the documents whose file is gone; with
@@ -105,7 +109,7 @@ def run_sync(
         TransportError: the authority cannot be reached.
     """
     history = GitHistory(find_repository(folder)) if use_git else None
-    source = Source(folder=folder, prefix=prefix, history=history)
+    source = Source(folder=folder, prefix=prefix, history=history, sites=sites)
     try:
         if root is not None:
             from ..graph.store import default_graph_path
@@ -188,6 +192,7 @@ def docs_sync(
     graph: GraphStore | None = None,
     prefix: str = "/",
     use_git: bool = False,
+    sites: tuple[str, ...] = (),
 ) -> FolderSync:
     """The sync of a docs folder into a store this process serves (`service` trusted and
     dating versions: `Service.open(..., trusted=True, dates_versions=True)` or `as_owner()`).
@@ -198,7 +203,7 @@ def docs_sync(
     history = GitHistory(find_repository(folder)) if use_git else None
     target = Target(service, dates_versions=True)
     return FolderSync(
-        Source(folder, prefix, history), target, report, service=service, graph=graph, authority=authority
+        Source(folder, prefix, history, sites), target, report, service=service, graph=graph, authority=authority
     )
 
 

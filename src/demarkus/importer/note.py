@@ -11,12 +11,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from ..errors import BadRequestError
 from ..markdown.frontmatter import first_heading, map_metadata, parse_frontmatter, split_frontmatter
 from ..markdown.links import resolve_target
 from ..protocol import MAX_BODY, MAX_METADATA, validate_publisher_metadata
 from ..store.layout import check_segments
+
+if TYPE_CHECKING:
+    from .site import Sites
 
 __all__ = ["MAX_FILE", "Note", "document_path", "parse_note", "read_note", "shown"]
 
@@ -57,9 +61,11 @@ def document_path(relative: str, prefix: str) -> str:
         raise BadRequestError(f"the file name cannot be a document path: {exc}") from None
 
 
-def parse_note(raw: bytes, path: str, extra: Mapping[str, str] | None = None) -> Note:
+def parse_note(raw: bytes, path: str, extra: Mapping[str, str] | None = None, sites: Sites | None = None) -> Note:
     """The note at document path `path` from the file's bytes; `extra` metadata (git's)
-    is added after the frontmatter's. A note without a title takes its first H1.
+    is added after the frontmatter's. A note without a title takes its first H1. With
+    `sites`, links and relations naming a note by the folder's web address name it in the
+    store (`site.Sites`).
 
     Raises:
         BadRequestError: not UTF-8, too large, bad frontmatter, no text, or metadata the
@@ -73,8 +79,8 @@ def parse_note(raw: bytes, path: str, extra: Mapping[str, str] | None = None) ->
         ) from None
     parts = split_frontmatter(text)
     fields = parse_frontmatter(parts.block) if parts.block is not None else {}
-    metadata = map_metadata(fields, lambda reference: _resolve(path, reference))
-    body = parts.body.encode("utf-8")
+    metadata = map_metadata(fields, lambda reference: _resolve(path, reference, sites))
+    body = (parts.body if sites is None else sites.localize(parts.body, path)).encode("utf-8")
     if len(body) > MAX_BODY:
         raise BadRequestError(
             f"the body is {len(body)} bytes; a document holds at most {MAX_BODY} (1 MiB); split the file"
@@ -133,10 +139,14 @@ def read_file(file: Path) -> bytes:
     return data
 
 
-def _resolve(path: str, reference: str) -> str:
-    """A relation reference written as a relative file path (`../b.md`, `b.md#api`)
-    becomes the imported document's path; anything else stays as written (absolute
-    paths are document paths already, and bad references are reported when read)."""
+def _resolve(path: str, reference: str, sites: Sites | None = None) -> str:
+    """A relation reference written as a relative file path (`../b.md`, `b.md#api`), or
+    as a note's address under one of `sites`, becomes the imported document's path;
+    anything else stays as written (absolute paths are document paths already, and bad
+    references are reported when read)."""
+    local = sites.document(reference) if sites is not None else None
+    if local is not None:
+        return local
     if reference.startswith(("/", "#")) or "://" in reference or any(ch.isspace() for ch in reference):
         return reference
     try:

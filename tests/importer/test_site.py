@@ -1,0 +1,124 @@
+"""Links to a folder's published copy, made links to its notes: pure, no store."""
+
+from __future__ import annotations
+
+import pytest
+
+from demarkus.errors import BadRequestError
+from demarkus.importer import parse_note
+from demarkus.importer.site import Sites, parse_site
+from demarkus.markdown import extract_links
+
+SITE = "https://github.com/org/repo/blob/main/"
+MIRROR = "https://git.example.org/repo/+/main/"
+SITES = Sites((SITE, MIRROR), "/kb")
+
+
+def local(body: str, path: str = "/kb/design/a.md", sites: Sites = SITES) -> str:
+    return sites.localize(body, path)
+
+
+@pytest.mark.parametrize(
+    "written, expected",
+    [
+        (f"[b]({SITE}design/b.md)", "[b](b.md)"),
+        (f"[b]({SITE}design/b.md#goals)", "[b](b.md#goals)"),
+        (f"[b]({MIRROR}design/sub/c.md)", "[b](sub/c.md)"),
+        (f"[top]({SITE}README.md)", "[top](../README.md)"),
+        (f'[b](<{SITE}design/b.md> "the next one")', '[b](<b.md> "the next one")'),
+        (f"[b]( {SITE}design/b.md )", "[b]( b.md )"),
+        (f"[café]({SITE}design/caf%C3%A9.md)", "[café](café.md)"),
+        # not a note's markdown file, not inside the folder, or not this site: as written
+        (f"[page]({SITE}design/b)", f"[page]({SITE}design/b)"),
+        (f"[issue]({SITE}design/b.md?plain=1)", f"[issue]({SITE}design/b.md?plain=1)"),
+        (f"[up]({SITE}../other/b.md)", f"[up]({SITE}../other/b.md)"),
+        (f"[spaced]({SITE}design/my%20note.md)", f"[spaced]({SITE}design/my%20note.md)"),
+        ("[other](https://github.com/org/other/blob/main/design/b.md)", None),
+        (f"<{SITE}design/b.md>", None),  # an autolink needs its scheme
+        (f"`[b]({SITE}design/b.md)`", None),  # a code span is text
+    ],
+)
+def test_a_link_to_a_note_by_its_published_address_becomes_relative(written: str, expected: str | None):
+    assert local(f"# A\n\nSee {written} now.\n") == f"# A\n\nSee {expected or written} now.\n"
+
+
+def test_reference_definitions_change_and_code_and_html_blocks_do_not():
+    body = (
+        "# A\n\n"
+        "See [b][] and [c][c].\n\n"
+        f"[b]: {SITE}design/b.md\n"
+        f"   [c]: <{MIRROR}design/c.md#x> 'c'\n\n"
+        "```\n"
+        f"[d]({SITE}design/d.md)\n"
+        "```\n\n"
+        f"    [e]({SITE}design/e.md)\n\n"
+        f'<div><a href="{SITE}design/f.md">f</a>\n'
+        f"[g]({SITE}design/g.md)</div>\n"
+    )
+    out = local(body)
+    assert "[b]: b.md\n" in out and "   [c]: <c.md#x> 'c'\n" in out
+    assert f"[d]({SITE}design/d.md)" in out and f"[e]({SITE}design/e.md)" in out
+    assert f"[g]({SITE}design/g.md)" in out  # inside the HTML block: text
+    assert out.count(SITE) == 4 and MIRROR not in out
+
+
+def test_the_links_resolve_to_the_documents_and_nothing_else_moves():
+    body = f"# A\r\n\r\nSee [b]({SITE}design/b.md) and [web](https://example.org/x).\r\n\u2028tail [c]({SITE}c.md)\n"
+    out = local(body)
+    assert out == body.replace(f"{SITE}design/b.md", "b.md").replace(f"{SITE}c.md", "../c.md")
+    assert [(link.target, link.external) for link in extract_links(out.encode(), "/kb/design/a.md")] == [
+        ("/kb/design/b.md", False),
+        ("https://example.org/x", True),
+        ("/kb/c.md", False),
+    ]
+
+
+def test_without_sites_or_their_links_the_body_is_returned_as_it_is():
+    body = f"# A\n\n[b]({SITE}design/b.md)\n"
+    assert Sites((), "/").localize(body, "/a.md") is body
+    plain = "# A\n\n[b](https://example.org/b.md)\n"
+    assert local(plain) is plain
+
+
+def test_the_document_a_reference_names_keeps_the_prefix_and_fragment():
+    assert SITES.document(f"{SITE}design/b.md#goals") == "/kb/design/b.md#goals"
+    assert Sites((SITE,), "/").document(f"{SITE}b.md") == "/b.md"
+    assert SITES.document(f"{SITE}design/b") is None
+    assert SITES.document(f"{SITE}.hidden/b.md") is None  # not a document path
+    assert SITES.document("https://example.org/b.md") is None
+
+
+def test_a_note_parsed_with_sites_has_local_links_and_relations():
+    raw = (
+        f"---\nsuperseded-by: {SITE}design/b.md\nrelated: [{MIRROR}c.md, ../d.md]\n---\n# A\n\n[b]({SITE}design/b.md)\n"
+    ).encode()
+    note = parse_note(raw, "/kb/design/a.md", sites=SITES)
+    assert dict(note.metadata) == {
+        "title": "A",
+        "rel-superseded-by": "/kb/design/b.md",
+        "rel-related": "/kb/c.md, /kb/d.md",
+    }
+    assert note.body == b"# A\n\n[b](b.md)\n"
+    assert parse_note(raw, "/kb/design/a.md").body == f"# A\n\n[b]({SITE}design/b.md)\n".encode()
+
+
+@pytest.mark.parametrize(
+    "url, fragment",
+    [
+        ("ftp://example.org/repo/", "not a web address"),
+        ("github.com/org/repo/", "not a web address"),
+        ("https:///repo/", "not a web address"),
+        ("https://example.org/repo/?tab=1", "query or fragment"),
+        ("https://example.org/repo/#top", "query or fragment"),
+    ],
+)
+def test_a_site_that_is_not_a_folder_address_is_refused_with_the_fix(url: str, fragment: str):
+    with pytest.raises(BadRequestError, match=fragment):
+        parse_site(url)
+
+
+def test_a_site_ends_in_a_slash_so_it_matches_only_its_folder():
+    assert parse_site(" https://example.org/repo ") == "https://example.org/repo/"
+    assert parse_site("https://example.org/repo/") == "https://example.org/repo/"
+    sites = Sites((parse_site("https://example.org/repo"),), "/")
+    assert sites.document("https://example.org/repository/b.md") is None
