@@ -5,7 +5,7 @@
 CLONE must hold commit COMMIT (and 03441cb, the structured logging proposal's first
 revision). Writes corpus.jsonl beside this file; questions.json, rubric.json and the
 manifest's fingerprints are kept by hand (see README.md). Run it with the project's
-virtualenv (it reads titles with `demarkus.markdown`).
+virtualenv (it reads titles and links as `demarkus import` does).
 """
 
 from __future__ import annotations
@@ -15,12 +15,25 @@ import subprocess
 import sys
 from pathlib import Path
 
+from demarkus.importer.site import Sites, parse_site
 from demarkus.markdown.frontmatter import first_heading
 
 COMMIT = "f6e2e6b7f89c932d16aaa20b2aabddd599e5b468"
 EARLIER = {"design/56345-structured-logging.md": ["03441cb"]}
 """Earlier revisions loaded before the current one, oldest first."""
 HERE = Path(__file__).resolve().parent
+SITES = Sites(
+    tuple(
+        parse_site(url)
+        for url in (
+            "https://go.googlesource.com/proposal/+/master/",
+            "https://go.googlesource.com/proposal/+/refs/heads/master/",
+            "https://github.com/golang/proposal/blob/master/",
+        )
+    )
+)
+"""The addresses the repository is published at, as `demarkus import --site` takes them:
+the documents name each other by these more often than by a path of the folder."""
 
 
 def show(clone: Path, rev: str, path: str) -> str:
@@ -44,7 +57,8 @@ def names(clone: Path) -> list[str]:
 def main(clone: Path) -> None:
     lines = []
     for name in names(clone):
-        bodies = [show(clone, rev, name) for rev in EARLIER.get(name, [])] + [show(clone, COMMIT, name)]
+        revisions = [*EARLIER.get(name, []), COMMIT]
+        bodies = [SITES.localize(show(clone, rev, name), "/" + name) for rev in revisions]
         # the title `demarkus import` gives a note (its first H1, outside code), else the file's name
         title = first_heading(bodies[-1].encode("utf-8")) or Path(name).stem
         lines.append(
