@@ -47,7 +47,8 @@ def test_reference_definitions_change_and_code_and_html_blocks_do_not():
         "# A\n\n"
         "See [b][] and [c][c].\n\n"
         f"[b]: {SITE}design/b.md\n"
-        f"   [c]: <{MIRROR}design/c.md#x> 'c'\n\n"
+        f"   [c]: <{MIRROR}design/c.md#x> 'c'\n"
+        f'[t]: {SITE}design/t.md "a title, not a link: [x]({SITE}design/x.md)"\n\n'
         "```\n"
         f"[d]({SITE}design/d.md)\n"
         "```\n\n"
@@ -57,9 +58,10 @@ def test_reference_definitions_change_and_code_and_html_blocks_do_not():
     )
     out = local(body)
     assert "[b]: b.md\n" in out and "   [c]: <c.md#x> 'c'\n" in out
+    assert f'[t]: t.md "a title, not a link: [x]({SITE}design/x.md)"\n' in out
     assert f"[d]({SITE}design/d.md)" in out and f"[e]({SITE}design/e.md)" in out
     assert f"[g]({SITE}design/g.md)" in out  # inside the HTML block: text
-    assert out.count(SITE) == 4 and MIRROR not in out
+    assert out.count(SITE) == 5 and MIRROR not in out
 
 
 def test_the_links_resolve_to_the_documents_and_nothing_else_moves():

@@ -123,4 +123,7 @@ class Sites:
             local = self.relative(match.group(2), path)
             return match.group(0) if local is None else match.group(1) + local
 
-        return _DEFINITION.sub(swap, _INLINE.sub(swap, line))
+        # a definition's destination opens its line, and what follows it is its title
+        if _DEFINITION.match(line):
+            return _DEFINITION.sub(swap, line, count=1)
+        return _INLINE.sub(swap, line)
