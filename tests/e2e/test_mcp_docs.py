@@ -1,8 +1,8 @@
 """`demarkus mcp --docs FOLDER --site URL` as a real stdio subprocess, nothing else given:
 the folder is imported into a store under the user's data directory, its relations (and
 its links by the address it is published at) are known, the tools only read, and a saved
-change shows in `mark_lookup` within 2 s. Waits are bounded
-and wake on the server's own `docs:` lines on stderr (no sleeps)."""
+change shows in `mark_lookup` within 2 s. Waits are bounded and wake on the server's own
+`docs:` lines on stderr (no sleeps)."""
 
 from __future__ import annotations
 
