@@ -176,6 +176,20 @@ def test_files_git_does_not_track_are_imported_as_they_are_and_then_follow_git(r
     assert history(root, "/new.md")[-1][0]["git-commit"] == added
 
 
+def test_every_commit_of_a_note_has_its_links_by_the_site_made_local(repo: Path, tmp_path: Path):
+    site = "https://github.com/org/repo/blob/main/notes/"
+    commit(repo, "one", T0, **{"a.md": f"# A\n\nSee [b]({site}b.md).\n", "b.md": "# B\n"})
+    commit(repo, "two", T0 + 10, **{"a.md": f"# A\n\nSee [b]({site}b.md#x), twice.\n"})
+    (repo / "notes" / "a.md").write_text(f"# A\n\nSee [b]({site}b.md#y), not committed.\n")
+    root = tmp_path / "store"
+    run(repo / "notes", root, sites=(site,))
+    assert [body for _m, body, _t in history(root, "/a.md")] == [
+        b"# A\n\nSee [b](b.md).\n",
+        b"# A\n\nSee [b](b.md#x), twice.\n",
+        b"# A\n\nSee [b](b.md#y), not committed.\n",
+    ]
+
+
 def test_git_outside_a_repository_says_what_to_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
     plain = tmp_path / "plain"
