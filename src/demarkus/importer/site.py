@@ -75,6 +75,24 @@ class Sites:
     def document(self, reference: str) -> str | None:
         """The document path (with its `#fragment`) that `reference` names under one of
         the sites, or None when it names none."""
+        found = self._target(reference)
+        if found is None:
+            return None
+        target, fragment = found
+        return target + (f"#{fragment}" if fragment else "")
+
+    def relative(self, reference: str, path: str) -> str | None:
+        """`reference` as a link relative to the document at `path`, when it names a note
+        under one of the sites; None otherwise."""
+        found = self._target(reference)
+        if found is None:
+            return None
+        target, fragment = found
+        link = posixpath.relpath(target, posixpath.dirname(path)) + (f"#{fragment}" if fragment else "")
+        return None if _UNSAFE.search(link) else link
+
+    def _target(self, reference: str) -> tuple[str, str] | None:
+        """(document path, fragment) of the note `reference` names under one of the sites."""
         for url in self.urls:
             if not reference.startswith(url):
                 continue
@@ -83,21 +101,10 @@ class Sites:
             if not path.endswith(".md") or "?" in path or ".." in path.split("/"):
                 continue
             try:
-                found = document_path(path, self.prefix)
+                return document_path(path, self.prefix), fragment
             except DemarkusError:
                 continue
-            return found + (f"#{fragment}" if fragment else "")
         return None
-
-    def relative(self, reference: str, path: str) -> str | None:
-        """`reference` as a link relative to the document at `path`, when it names a note
-        under one of the sites; None otherwise."""
-        found = self.document(reference)
-        if found is None:
-            return None
-        target, _, fragment = found.partition("#")
-        link = posixpath.relpath(target, posixpath.dirname(path)) + (f"#{fragment}" if fragment else "")
-        return None if _UNSAFE.search(link) else link
 
     def localize(self, body: str, path: str) -> str:
         """`body` (of the document at `path`) with every link to a note under one of the
