@@ -30,6 +30,7 @@ from .service import Service
 if TYPE_CHECKING:
     from .client import Client
     from .expand.select import Selection
+    from .importer.site import Site
     from .worlds.world import World, WorldDocument
 
 T = TypeVar("T")
@@ -67,8 +68,8 @@ def main() -> None:
     """demarkus: versioned markdown over the Mark Protocol, for agents and people."""
 
 
-def _sites(_ctx: click.Context, _param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
-    """The --site addresses, each checked and ending in `/`."""
+def _sites(_ctx: click.Context, _param: click.Parameter, value: tuple[str, ...]) -> tuple[Site, ...]:
+    """The --site addresses, each checked, ending in `/`, with the folder it shows."""
     from .importer.site import parse_site
 
     try:
@@ -78,20 +79,21 @@ def _sites(_ctx: click.Context, _param: click.Parameter, value: tuple[str, ...])
 
 
 def site_option(help_prefix: str = "") -> Callable[[FC], FC]:
-    """`--site URL` (repeatable): an address the folder is also published at."""
+    """`--site URL[=FOLDER]` (repeatable): an address the folder is also published at."""
     return click.option(
         "--site",
         "sites",
         multiple=True,
-        metavar="URL",
+        metavar="URL[=FOLDER]",
         callback=_sites,
         help=(help_prefix + _SITE_HELP) if help_prefix else _SITE_HELP[0].upper() + _SITE_HELP[1:],
     )
 
 
 _SITE_HELP = (
-    "an address the folder is also published at, e.g. https://github.com/org/repo/blob/main/ "
-    "(repeatable): a link to a note's .md file there becomes a link to the note."
+    "an address the folder is also published at, e.g. https://github.com/org/repo/blob/main/, "
+    "or =FOLDER after it for a folder inside it (repeatable): a link to a note's .md file "
+    "there, or to the page a site generator renders from a note (b.html, b/), becomes a link to the note."
 )
 
 
@@ -452,7 +454,7 @@ def serve(
     docs: Path | None,
     prefix: str,
     use_git: bool,
-    sites: tuple[str, ...],
+    sites: tuple[Site, ...],
 ) -> None:
     """Serve a store as a Mark authority over QUIC (with --docs, a markdown folder kept in
     sync)."""
@@ -726,7 +728,7 @@ def import_command(
     token: str | None,
     ca: Path | None,
     insecure: bool,
-    sites: tuple[str, ...],
+    sites: tuple[Site, ...],
 ) -> None:
     """Import every *.md file under FOLDER into a store (--root STORE) or an authority
     (TARGET mark://host[:port]/ with --token); the folder is only read. Prints a summary;
@@ -768,7 +770,7 @@ def sync(
     token: str | None,
     ca: Path | None,
     insecure: bool,
-    sites: tuple[str, ...],
+    sites: tuple[Site, ...],
 ) -> None:
     """Keep a store (--root STORE) or an authority (TARGET mark://host[:port]/ with --token)
     in step with FOLDER: import what changed and archive the documents whose file is gone;
@@ -884,7 +886,7 @@ def mcp_command(
     docs: Path | None,
     prefix: str,
     use_git: bool,
-    sites: tuple[str, ...],
+    sites: tuple[Site, ...],
     token: str | None,
     ca: Path | None,
     insecure: bool,

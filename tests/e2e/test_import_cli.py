@@ -106,19 +106,24 @@ def test_import_into_a_local_store_creates_it(folder: Path, tmp_path: Path):
 def test_import_with_a_site_stores_links_to_the_notes_themselves(folder: Path, tmp_path: Path):
     site = "https://github.com/org/notes/blob/main/"
     (folder / "adr" / "three.md").write_text(
-        f"---\nsupersedes: {site}adr/two.md\n---\n# Three\n\nAfter [two]({site}adr/two.md#second).\n"
+        f"---\nsupersedes: {site}adr/two.md\n---\n# Three\n\nAfter [two]({site}adr/two.md#second) "
+        "and [one](https://notes.example.org/decisions/one.html).\n"
     )
     root = tmp_path / "store"
-    done = cli("import", str(folder), "--root", str(root), "--prefix", "/kb", "--site", site.rstrip("/"))
+    rendered = "https://notes.example.org/decisions=adr"
+    done = cli(
+        "import", str(folder), "--root", str(root), "--prefix", "/kb", "--site", site.rstrip("/"), "--site", rendered
+    )
     assert done.returncode == 0, done.stderr
     three = cli("fetch", "/kb/adr/three.md", "--root", str(root), "--meta").stdout
-    assert "rel-supersedes: /kb/adr/two.md\n" in three and "After [two](two.md#second).\n" in three
+    assert "rel-supersedes: /kb/adr/two.md\n" in three and "After [two](two.md#second) and [one](one.md).\n" in three
 
 
 @pytest.mark.parametrize(
     "args, fragment",
     [
         (["--root", "store", "--site", "ftp://example.org/"], "is not a web address"),
+        (["--root", "store", "--site", "https://example.org/=../up"], "names a folder outside the one imported"),
         ([], "exactly one of --root STORE or a mark://"),
         (["http://example.org/"], "not a mark:// URL"),
         (["mark://localhost:1/"], "needs a publish token"),

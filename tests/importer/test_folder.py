@@ -15,6 +15,9 @@ from demarkus.graph import GraphStore
 from demarkus.graph.store import default_graph_path
 from demarkus.importer import Outcome, Summary
 from demarkus.importer.command import run_import
+from demarkus.importer.folder import scan_folder
+from demarkus.importer.note import is_note
+from demarkus.importer.site import parse_site
 from demarkus.mcp.server import LocalResolver, build_server
 from demarkus.mcp.tools import Tools
 from demarkus.service import Service
@@ -195,9 +198,21 @@ def test_relations_and_links_are_seen_by_backlinks_and_explore_without_reading_f
 
 def test_links_by_the_folders_published_address_are_edges_to_its_notes(folder: Path, tmp_path: Path):
     site = "https://github.com/org/notes/blob/main/"
-    (folder / "history.md").write_text(f"# History\n\nIt began with [the log]({site}adr/0001-log.md).\n")
+    rendered = "https://notes.example.org/architecture/"
+    (folder / "history.md").write_text(
+        f"# History\n\nIt began with [the log]({site}adr/0001-log.md), then [replicas]({rendered}0002-replicated/) "
+        f"and [a page]({rendered}0003-nothing.html).\n"
+    )
+    sites = (parse_site(site), parse_site(rendered + "=adr"))
     root = tmp_path / "store"
-    run(folder, root, sites=(site,))
+    run(folder, root, sites=sites)
+    service = Service.open(root, writable=False)
+    try:
+        text = service.store.read("/kb/history.md").body.decode()
+    finally:
+        service.close()
+    assert "[the log](adr/0001-log.md), then [replicas](adr/0002-replicated.md)" in text
+    assert f"[a page]({rendered}0003-nothing.html)" in text  # no such note: a web page
     backlinks, explored = asyncio.run(
         tool_texts(
             root,
@@ -209,8 +224,22 @@ def test_links_by_the_folders_published_address_are_edges_to_its_notes(folder: P
     )
     assert f"{AUTHORITY}/kb/history.md" in backlinks
     assert f"- [Segment log]({AUTHORITY}/kb/adr/0001-log.md)" in explored and site not in explored
-    again = run(folder, root, sites=(site,))
+    again = run(folder, root, sites=sites)
     assert again.count(Outcome.UNCHANGED) == len(GOOD) + 1  # the same bytes: no new version
+
+
+def test_a_path_is_a_note_exactly_when_the_folder_import_reads_it(folder: Path):
+    (folder / "linked").symlink_to(folder / "adr")
+    (folder / "adr" / "sub").mkdir()
+    entries = [
+        Path(here, name).relative_to(folder).as_posix()
+        for here, dirs, names in os.walk(folder, followlinks=True)
+        for name in [*dirs, *names]
+    ]
+    assert "linked/0001-log.md" in entries and ".obsidian/cache.md" in entries and "adr/sub" in entries
+    read = set(scan_folder(folder).files)
+    assert {entry for entry in entries if is_note(folder, entry)} == read
+    assert not is_note(folder, "missing.md") and not is_note(folder, "adr//0001-log.md")
 
 
 def test_a_second_run_changes_nothing_and_an_edit_makes_exactly_one_version(folder: Path, tmp_path: Path):

@@ -14,6 +14,7 @@ import pytest
 
 from demarkus.importer import Outcome, Summary
 from demarkus.importer.command import run_import
+from demarkus.importer.site import parse_site
 from demarkus.render import format_time
 from demarkus.service import Service
 
@@ -182,7 +183,7 @@ def test_every_commit_of_a_note_has_its_links_by_the_site_made_local(repo: Path,
     commit(repo, "two", T0 + 10, **{"a.md": f"# A\n\nSee [b]({site}b.md#x), twice.\n"})
     (repo / "notes" / "a.md").write_text(f"# A\n\nSee [b]({site}b.md#y), not committed.\n")
     root = tmp_path / "store"
-    run(repo / "notes", root, sites=(site,))
+    run(repo / "notes", root, sites=(parse_site(site),))
     assert [body for _m, body, _t in history(root, "/a.md")] == [
         b"# A\n\nSee [b](b.md).\n",
         b"# A\n\nSee [b](b.md#x), twice.\n",

@@ -6,12 +6,12 @@ import pytest
 
 from demarkus.errors import BadRequestError
 from demarkus.importer import parse_note
-from demarkus.importer.site import Sites, parse_site
+from demarkus.importer.site import Site, Sites, parse_site, rendered_from
 from demarkus.markdown import extract_links
 
 SITE = "https://github.com/org/repo/blob/main/"
 MIRROR = "https://git.example.org/repo/+/main/"
-SITES = Sites((SITE, MIRROR), "/kb")
+SITES = Sites((Site(SITE), Site(MIRROR)), "/kb")
 
 
 def local(body: str, path: str = "/kb/design/a.md", sites: Sites = SITES) -> str:
@@ -84,7 +84,7 @@ def test_without_sites_or_their_links_the_body_is_returned_as_it_is():
 
 def test_the_document_a_reference_names_keeps_the_prefix_and_fragment():
     assert SITES.document(f"{SITE}design/b.md#goals") == "/kb/design/b.md#goals"
-    assert Sites((SITE,), "/").document(f"{SITE}b.md") == "/b.md"
+    assert Sites((Site(SITE),), "/").document(f"{SITE}b.md") == "/b.md"
     assert SITES.document(f"{SITE}design/b") is None
     assert SITES.document(f"{SITE}.hidden/b.md") is None  # not a document path
     assert SITES.document("https://example.org/b.md") is None
@@ -120,7 +120,83 @@ def test_a_site_that_is_not_a_folder_address_is_refused_with_the_fix(url: str, f
 
 
 def test_a_site_ends_in_a_slash_so_it_matches_only_its_folder():
-    assert parse_site(" https://example.org/repo ") == "https://example.org/repo/"
-    assert parse_site("https://example.org/repo/") == "https://example.org/repo/"
+    assert parse_site(" https://example.org/repo ") == Site("https://example.org/repo/")
+    assert parse_site("https://example.org/repo/") == Site("https://example.org/repo/")
     sites = Sites((parse_site("https://example.org/repo"),), "/")
     assert sites.document("https://example.org/repository/b.md") is None
+
+
+@pytest.mark.parametrize(
+    "text, folder",
+    [
+        ("https://golang.org/design/=design", "design/"),
+        ("https://golang.org/design=./design/", "design/"),
+        ("https://example.org/docs/=docs/guide/", "docs/guide/"),
+        ("https://example.org/=", ""),
+        ("https://example.org/=.", ""),
+        ("https://example.org/=/design", "design/"),  # the folder's own root, not the disk's
+        ("https://example.org/a%3Db/", ""),
+    ],
+)
+def test_a_site_may_show_a_folder_inside_the_imported_one(text: str, folder: str):
+    assert parse_site(text).folder == folder
+
+
+@pytest.mark.parametrize(
+    "text", ["https://example.org/=../x", "https://example.org/=a/../..", "https://example.org/=.."]
+)
+def test_a_site_folder_outside_the_imported_one_is_refused(text: str):
+    with pytest.raises(BadRequestError, match="outside the one imported.*folder inside it"):
+        parse_site(text)
+
+
+def test_a_site_of_a_folder_inside_names_the_notes_there():
+    sites = Sites((parse_site("https://golang.org/design/=design"), Site(SITE)), "/")
+    assert sites.document("https://golang.org/design/b.md") == "/design/b.md"
+    assert local(f"[b](https://golang.org/design/b.md#x) [c]({SITE}c.md)", "/design/a.md", sites) == (
+        "[b](b.md#x) [c](../c.md)"
+    )
+
+
+@pytest.mark.parametrize(
+    "page, notes",
+    [
+        ("b.html", ("b.md",)),
+        ("guide/b.htm", ("guide/b.md",)),
+        ("guide/index.html", ("guide/index.md", "guide/README.md")),
+        ("index.html", ("index.md", "README.md")),
+        ("guide/", ("guide/index.md", "guide/README.md", "guide.md")),
+        ("", ("index.md", "README.md")),
+        ("guide/b", ("guide/b.md", "guide/b/index.md", "guide/b/README.md")),
+    ],
+)
+def test_a_rendered_page_comes_from_the_notes_site_generators_render_it_from(page: str, notes: tuple[str, ...]):
+    assert rendered_from(page) == notes
+
+
+NOTES = frozenset({"design/b.md", "design/guide/README.md", "design/guide.md", "index.md", "design/tools/index.md"})
+RENDERED = Sites((Site("https://docs.example.org/"), Site(SITE)), "/kb", NOTES.__contains__)
+
+
+@pytest.mark.parametrize(
+    "written, expected",
+    [
+        ("https://docs.example.org/design/b.html#goals", "b.md#goals"),
+        ("https://docs.example.org/design/b", "b.md"),
+        ("https://docs.example.org/design/b/", "b.md"),  # MkDocs renders b.md as b/
+        ("https://docs.example.org/design/guide/", "guide/README.md"),
+        ("https://docs.example.org/design/guide", "guide.md"),
+        ("https://docs.example.org/design/tools/", "tools/index.md"),
+        ("https://docs.example.org/", "../index.md"),
+        ("https://docs.example.org/design/c.html", None),  # no such note: any other page
+        ("https://docs.example.org/design/b.png", None),
+        ("https://docs.example.org/design/b?tab=1", None),
+        ("https://docs.example.org//design/b", None),
+        (f"{SITE}design/b", "b.md"),  # a repository's file view names the note by its file
+        (f"{SITE}design/zzz.md", "zzz.md"),  # a .md address is matched by its name alone
+    ],
+)
+def test_a_page_rendered_from_a_note_of_the_folder_names_the_note(written: str, expected: str | None):
+    out = local(f"[x]({written})", "/kb/design/a.md", RENDERED)
+    assert out == f"[x]({expected or written})"
+    assert (RENDERED.document(written) is None) is (expected is None)

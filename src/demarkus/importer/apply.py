@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from functools import partial
 from pathlib import Path
 from types import MappingProxyType
 
@@ -21,8 +22,8 @@ from ..protocol import RESERVED_KEYS, Status
 from ..render import format_time
 from ..store.versionfile import sha256_tag
 from .history import GIT_BASE, GitHistory, pending, revision_metadata
-from .note import Note, document_path, parse_note, read_file
-from .site import Sites
+from .note import Note, document_path, is_note, parse_note, read_file
+from .site import Site, Sites
 
 __all__ = ["Current", "FileResult", "Outcome", "Source", "Target", "Version", "archive_document", "import_file"]
 
@@ -55,13 +56,14 @@ class Source:
     folder: Path
     prefix: str = "/"
     history: GitHistory | None = None
-    sites: tuple[str, ...] = ()
-    """Web addresses the folder is published at, each as `site.parse_site` gives it."""
+    sites: tuple[Site, ...] = ()
+    """Web addresses the folder is published at (`site.parse_site`)."""
 
     @property
     def published(self) -> Sites | None:
-        """The sites with the document folder: what makes their links local (None: none)."""
-        return Sites(self.sites, self.prefix) if self.sites else None
+        """The sites with the document folder and its notes: what makes their links local
+        (None: none)."""
+        return Sites(self.sites, self.prefix, partial(is_note, self.folder)) if self.sites else None
 
 
 @dataclass(frozen=True, slots=True)

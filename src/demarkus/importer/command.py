@@ -21,6 +21,7 @@ from ..service import Service
 from .apply import Source, Target
 from .folder import Summary, scan_folder
 from .history import GitHistory, find_repository
+from .site import Site
 from .sync import FolderSync
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -54,7 +55,7 @@ def run_import(
     token: str | None = None,
     ca: Path | None = None,
     insecure: bool = False,
-    sites: tuple[str, ...] = (),
+    sites: tuple[Site, ...] = (),
 ) -> Summary:
     """Import `folder` into the store at `root` (created when missing) or the authority
     at `url`: a sync's catch-up, which archives missing files only when asked. `sites`:
@@ -97,7 +98,7 @@ def run_sync(
     insecure: bool = False,
     archive_missing: bool = True,
     verb: str = "syncing",
-    sites: tuple[str, ...] = (),
+    sites: tuple[Site, ...] = (),
 ) -> Summary:
     """Bring the store at `root` (created when missing) or the authority at `url` in step
     with `folder`: import what changed, archive the documents whose file is gone; with
@@ -192,7 +193,7 @@ def docs_sync(
     graph: GraphStore | None = None,
     prefix: str = "/",
     use_git: bool = False,
-    sites: tuple[str, ...] = (),
+    sites: tuple[Site, ...] = (),
 ) -> FolderSync:
     """The sync of a docs folder into a store this process serves (`service` trusted and
     dating versions: `Service.open(..., trusted=True, dates_versions=True)` or `as_owner()`).

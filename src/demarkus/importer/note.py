@@ -22,7 +22,7 @@ from ..store.layout import check_segments
 if TYPE_CHECKING:
     from .site import Sites
 
-__all__ = ["MAX_FILE", "Note", "document_path", "parse_note", "read_note", "shown"]
+__all__ = ["MAX_FILE", "Note", "document_path", "is_note", "parse_note", "read_note", "shown"]
 
 MAX_FILE = MAX_BODY + MAX_METADATA
 """Bytes read from one file at most: a body at the limit plus a frontmatter block."""
@@ -108,6 +108,25 @@ def read_note(folder: Path, relative: str, prefix: str) -> Note:
     """
     path = document_path(relative, prefix)
     return parse_note(read_file(folder / relative), path)
+
+
+def is_note(folder: Path, relative: str) -> bool:
+    """Whether `relative` (`/`-separated) names a file a folder import reads
+    (`folder.scan_folder`): a `.md` regular file reached through no symlink and no hidden
+    folder."""
+    parts = relative.split("/")
+    if not relative.endswith(".md") or not all(parts) or any(part.startswith(".") for part in parts[:-1]):
+        return False
+    here = folder
+    for part in parts:
+        here = here / part
+        try:
+            mode = os.lstat(here).st_mode
+        except OSError:
+            return False
+        if stat.S_ISLNK(mode):
+            return False
+    return stat.S_ISREG(mode)
 
 
 def read_file(file: Path) -> bytes:

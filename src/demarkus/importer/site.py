@@ -1,36 +1,43 @@
 """Links to a folder's published copy, made links to its own notes. Pure.
 
 A folder of notes is often published on the web as well (a repository's file view, a
-mirror), and its notes then name each other by those addresses::
+site built from it), and its notes then name each other by those addresses::
 
     [the earlier design](https://github.com/org/repo/blob/main/design/b.md#goals)
+    [the earlier design](https://docs.example.org/design/b.html)
 
 Nothing can follow such a link inside a store: explore lists it as a web address and the
 relation graph has no edge to `/design/b.md`. Imported with `--site
 https://github.com/org/repo/blob/main/`, the link becomes a link to the note itself,
 relative to the note that holds it (`b.md#goals` from `design/a.md`), so every tool
 follows it; a relation written as such an address names the document. The rest of the
-text is left as it is.
+text is left as it is. `--site URL=FOLDER` says the address is that of a folder inside
+the imported one (`https://golang.org/design/=design`).
 
-Only a markdown file is matched: `<site><path>.md`, with an optional `#fragment`, a path
-inside the folder (no `..`, no query; percent-escapes decoded; a name that would need a
-space or a bracket in the link is left as written). An address without `.md` may name
-anything (a rendered page, an issue), so it stays a web link. Links in code blocks, code
-spans and HTML blocks are text, and stay as written.
+A markdown file, `<site><path>.md` with an optional `#fragment`, is matched by its name.
+A page a site generator renders from a note (`b.html`, `b/`, `b`, and a folder's
+`index.md` or `README.md` as `index.html` or `folder/`) is matched only when the note it
+would be rendered from exists in the folder, since such an address may name anything
+else (an issue, an image, a listing). In both, the path is inside the folder (no `..`, no
+query; percent-escapes decoded; a name that would need a space or a bracket in the link
+is left as written). Links in code blocks, code spans and HTML blocks are text, and stay
+as written.
 """
 
 from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 from urllib.parse import unquote, urlsplit
 
 from ..errors import BadRequestError, DemarkusError
 from ..markdown.sections import parse_body
 from .note import document_path
 
-__all__ = ["Sites", "parse_site"]
+__all__ = ["Site", "Sites", "parse_site", "rendered_from"]
 
 _INLINE = re.compile(r"(\]\(\s*<?)([^\s)<>]+)")
 """An inline link's destination, after `](` (and an optional `<`)."""
@@ -46,31 +53,65 @@ _TEXT_BLOCKS = frozenset({"fence", "code_block", "html_block"})
 """Blocks whose lines are text, not markdown: a link there is not a link."""
 
 
-def parse_site(url: str) -> str:
-    """The site address as matched: an http(s) URL with a host, ending in `/`.
+class Site(NamedTuple):
+    """One address the folder is published at (ending in `/`) and the folder inside the
+    imported one that it shows (`""` for the whole folder, else ending in `/`)."""
+
+    url: str
+    folder: str = ""
+
+
+def parse_site(text: str) -> Site:
+    """The site as matched, from `URL` or `URL=FOLDER`: an http(s) URL with a host, ending
+    in `/`, and a folder inside the imported one (an `=` in the address itself is written
+    `%3D`).
 
     Raises:
-        BadRequestError: not an http or https URL with a host, or one with a query or
-            fragment; the message says what to give.
+        BadRequestError: not an http or https URL with a host, one with a query or
+            fragment, or a folder outside the imported one; the message says what to give.
     """
+    url, _, folder = text.strip().partition("=")
     parts = urlsplit(url.strip())
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise BadRequestError(
-            f"--site {url!r} is not a web address; give the http(s) URL the folder is published at, "
+            f"--site {text!r} is not a web address; give the http(s) URL the folder is published at, "
             "e.g. https://github.com/org/repo/blob/main/"
         )
     if parts.query or parts.fragment:
-        raise BadRequestError(f"--site {url!r} has a query or fragment; give the folder's address only")
-    return url.strip().rstrip("/") + "/"
+        raise BadRequestError(f"--site {text!r} has a query or fragment; give the folder's address only")
+    inside = posixpath.normpath(folder.strip().strip("/") or ".")
+    if inside == ".." or inside.startswith("../"):
+        raise BadRequestError(
+            f"--site {text!r} names a folder outside the one imported; after `=` give a folder inside it, "
+            "e.g. https://example.org/design/=design"
+        )
+    return Site(url.strip().rstrip("/") + "/", "" if inside == "." else f"{inside}/")
+
+
+def rendered_from(page: str) -> tuple[str, ...]:
+    """The notes (paths relative to the site's folder, best first) a site generator
+    renders as the page at `page`: `b.html` and `b` from `b.md`, `b/` from `b/index.md`,
+    `b/README.md` or `b.md` (MkDocs, Hugo, Jekyll, mdBook and Docusaurus name pages so)."""
+    for ext in (".html", ".htm"):
+        if page.endswith(ext):
+            stem = page[: -len(ext)]
+            folder, _, name = stem.rpartition("/")
+            index = (f"{folder}/README.md" if folder else "README.md",) if name == "index" else ()
+            return (f"{stem}.md", *index)
+    if not page or page.endswith("/"):
+        return (f"{page}index.md", f"{page}README.md", *((f"{page[:-1]}.md",) if page else ()))
+    return (f"{page}.md", f"{page}/index.md", f"{page}/README.md")
 
 
 @dataclass(frozen=True, slots=True)
 class Sites:
-    """The web addresses a folder is published at (each ending in `/`, see `parse_site`)
-    and the document folder its files go under."""
+    """The web addresses a folder is published at, the document folder its files go
+    under, and (to match a rendered page) what tells whether a path of the folder, such
+    as `design/b.md`, is one of its notes; without it only `.md` addresses match."""
 
-    urls: tuple[str, ...] = ()
+    sites: tuple[Site, ...] = ()
     prefix: str = "/"
+    is_note: Callable[[str], bool] | None = None
 
     def document(self, reference: str) -> str | None:
         """The document path (with its `#fragment`) that `reference` names under one of
@@ -93,15 +134,24 @@ class Sites:
 
     def _target(self, reference: str) -> tuple[str, str] | None:
         """(document path, fragment) of the note `reference` names under one of the sites."""
-        for url in self.urls:
-            if not reference.startswith(url):
+        for site in sorted(self.sites, key=lambda site: -len(site.url)):  # the most specific first
+            if not reference.startswith(site.url):
                 continue
-            written, _, fragment = reference[len(url) :].partition("#")
-            path = unquote(written)
-            if not path.endswith(".md") or "?" in path or ".." in path.split("/"):
+            written, _, fragment = reference[len(site.url) :].partition("#")
+            page = unquote(written)
+            if "?" in page or page.startswith("/") or ".." in page.split("/"):
+                continue
+            if page.endswith(".md"):
+                file: str | None = site.folder + page
+            elif self.is_note is not None:
+                notes = (site.folder + note for note in rendered_from(page))
+                file = next((note for note in notes if self.is_note(note)), None)
+            else:
+                continue
+            if file is None:
                 continue
             try:
-                return document_path(path, self.prefix), fragment
+                return document_path(file, self.prefix), fragment
             except DemarkusError:
                 continue
         return None
@@ -109,7 +159,7 @@ class Sites:
     def localize(self, body: str, path: str) -> str:
         """`body` (of the document at `path`) with every link to a note under one of the
         sites made relative; unchanged when there are no sites or no such links."""
-        if not self.urls or not any(url in body for url in self.urls):
+        if not self.sites or not any(site.url in body for site in self.sites):
             return body
         parsed = parse_body(body.encode("utf-8"), inline=False)
         text_lines = {
@@ -117,7 +167,7 @@ class Sites:
         }
         lines = [line for line in _LINE.findall(body) if line]
         for number, line in enumerate(lines):
-            if number not in text_lines and any(url in line for url in self.urls):
+            if number not in text_lines and any(site.url in line for site in self.sites):
                 lines[number] = self._line(line, path)
         return "".join(lines)
 
