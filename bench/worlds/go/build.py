@@ -22,18 +22,18 @@ COMMIT = "f6e2e6b7f89c932d16aaa20b2aabddd599e5b468"
 EARLIER = {"design/56345-structured-logging.md": ["03441cb"]}
 """Earlier revisions loaded before the current one, oldest first."""
 HERE = Path(__file__).resolve().parent
-SITES = Sites(
-    tuple(
-        parse_site(url)
-        for url in (
-            "https://go.googlesource.com/proposal/+/master/",
-            "https://go.googlesource.com/proposal/+/refs/heads/master/",
-            "https://github.com/golang/proposal/blob/master/",
-        )
+SITES = tuple(
+    parse_site(address)
+    for address in (
+        "https://go.googlesource.com/proposal/+/master/",
+        "https://go.googlesource.com/proposal/+/refs/heads/master/",
+        "https://github.com/golang/proposal/blob/master/",
+        "https://golang.org/design/=design",
     )
 )
 """The addresses the repository is published at, as `demarkus import --site` takes them:
-the documents name each other by these more often than by a path of the folder."""
+the documents name each other by these more often than by a path of the folder
+(`golang.org/design/X` is the rendered page of `design/X.md`)."""
 
 
 def show(clone: Path, rev: str, path: str) -> str:
@@ -56,9 +56,11 @@ def names(clone: Path) -> list[str]:
 
 def main(clone: Path) -> None:
     lines = []
-    for name in names(clone):
+    documents = names(clone)
+    sites = Sites(SITES, "/", frozenset(documents).__contains__)
+    for name in documents:
         revisions = [*EARLIER.get(name, []), COMMIT]
-        bodies = [SITES.localize(show(clone, rev, name), "/" + name) for rev in revisions]
+        bodies = [sites.localize(show(clone, rev, name), "/" + name) for rev in revisions]
         # the title `demarkus import` gives a note (its first H1, outside code), else the file's name
         title = first_heading(bodies[-1].encode("utf-8")) or Path(name).stem
         lines.append(
