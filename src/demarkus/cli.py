@@ -78,22 +78,32 @@ def _sites(_ctx: click.Context, _param: click.Parameter, value: tuple[str, ...])
         raise click.BadParameter(str(exc)) from None
 
 
-def site_option(help_prefix: str = "") -> Callable[[FC], FC]:
-    """`--site URL[=FOLDER]` (repeatable): an address the folder is also published at."""
-    return click.option(
-        "--site",
-        "sites",
-        multiple=True,
-        metavar="URL[=FOLDER]",
-        callback=_sites,
-        help=(help_prefix + _SITE_HELP) if help_prefix else _SITE_HELP[0].upper() + _SITE_HELP[1:],
+def link_options(help_prefix: str = "") -> Callable[[FC], FC]:
+    """`--site URL[=FOLDER]` (repeatable), an address the folder is also published at, and
+    `--wikilinks`: the ways its notes may name each other that become links to the notes."""
+
+    def helped(text: str) -> str:
+        return help_prefix + text if help_prefix else text[0].upper() + text[1:]
+
+    site = click.option(
+        "--site", "sites", multiple=True, metavar="URL[=FOLDER]", callback=_sites, help=helped(_SITE_HELP)
     )
+    wiki = click.option("--wikilinks", is_flag=True, help=helped(_WIKILINKS_HELP))
+
+    def decorate(func: FC) -> FC:
+        return site(wiki(func))
+
+    return decorate
 
 
 _SITE_HELP = (
     "an address the folder is also published at, e.g. https://github.com/org/repo/blob/main/, "
     "or =FOLDER after it for a folder inside it (repeatable): a link to a note's .md file "
     "there, or to the page a site generator renders from a note (b.html, b/), becomes a link to the note."
+)
+_WIKILINKS_HELP = (
+    "a wiki link ([[name]], [[name#heading|text]], as Obsidian or Foam write them) that names a note "
+    "of the folder becomes a markdown link to it."
 )
 
 
@@ -440,7 +450,7 @@ def _print_listening(url: str, root: Path) -> None:
 )
 @click.option("--prefix", default="/", show_default=True, help="With --docs: the document folder it goes under.")
 @click.option("--git", "use_git", is_flag=True, help="With --docs: each commit that changed a file is a version.")
-@site_option("With --docs: ")
+@link_options("With --docs: ")
 @_guard
 def serve(
     root: Path | None,
@@ -455,6 +465,7 @@ def serve(
     prefix: str,
     use_git: bool,
     sites: tuple[Site, ...],
+    wikilinks: bool,
 ) -> None:
     """Serve a store as a Mark authority over QUIC (with --docs, a markdown folder kept in
     sync)."""
@@ -486,7 +497,14 @@ def serve(
     async def go() -> None:
         owner = service.as_owner()
         sync = docs_sync(
-            docs, owner, LOCAL_AUTHORITY, report, prefix=canonical_path(prefix), use_git=use_git, sites=sites
+            docs,
+            owner,
+            LOCAL_AUTHORITY,
+            report,
+            prefix=canonical_path(prefix),
+            use_git=use_git,
+            sites=sites,
+            wikilinks=wikilinks,
         )
         await following(sync, _serve(service, host, port, cert, key, banner), report)
 
@@ -685,7 +703,7 @@ folder_target_options = [
     click.option("--token", envvar="DEMARKUS_AUTH", help="Publish token for a mark:// target (or DEMARKUS_AUTH)."),
     click.option("--ca", type=click.Path(exists=True, path_type=Path)),
     click.option("--insecure", is_flag=True),
-    site_option(),
+    link_options(),
 ]
 """The folder and where it goes, shared by `import` and `sync`."""
 
@@ -729,6 +747,7 @@ def import_command(
     ca: Path | None,
     insecure: bool,
     sites: tuple[Site, ...],
+    wikilinks: bool,
 ) -> None:
     """Import every *.md file under FOLDER into a store (--root STORE) or an authority
     (TARGET mark://host[:port]/ with --token); the folder is only read. Prints a summary;
@@ -748,6 +767,7 @@ def import_command(
         ca=ca,
         insecure=insecure,
         sites=sites,
+        wikilinks=wikilinks,
     )
     for line in summary.lines():
         click.echo(line)
@@ -771,6 +791,7 @@ def sync(
     ca: Path | None,
     insecure: bool,
     sites: tuple[Site, ...],
+    wikilinks: bool,
 ) -> None:
     """Keep a store (--root STORE) or an authority (TARGET mark://host[:port]/ with --token)
     in step with FOLDER: import what changed and archive the documents whose file is gone;
@@ -797,6 +818,7 @@ def sync(
         ca=ca,
         insecure=insecure,
         sites=sites,
+        wikilinks=wikilinks,
     )
     if not watch:
         for line in summary.lines():
@@ -872,7 +894,7 @@ def demo(host: str, port: int, workdir: Path, log_json: bool) -> None:
 )
 @click.option("--prefix", default="/", show_default=True, help="With --docs: the document folder it goes under.")
 @click.option("--git", "use_git", is_flag=True, help="With --docs: each commit that changed a file is a version.")
-@site_option("With --docs: ")
+@link_options("With --docs: ")
 @click.option("--token", envvar="DEMARKUS_AUTH")
 @click.option("--ca", type=click.Path(exists=True, path_type=Path))
 @click.option("--insecure", is_flag=True)
@@ -887,6 +909,7 @@ def mcp_command(
     prefix: str,
     use_git: bool,
     sites: tuple[Site, ...],
+    wikilinks: bool,
     token: str | None,
     ca: Path | None,
     insecure: bool,
@@ -954,6 +977,7 @@ def mcp_command(
                     prefix=canonical_path(prefix),
                     use_git=use_git,
                     sites=sites,
+                    wikilinks=wikilinks,
                 )
                 await following(sync, server.run_stdio_async(), report)
             else:

@@ -103,6 +103,23 @@ def test_import_into_a_local_store_creates_it(folder: Path, tmp_path: Path):
     assert (root / ".demarkus" / "graph.sqlite").is_file()
 
 
+def test_import_with_wikilinks_stores_links_to_the_notes_they_name(folder: Path, tmp_path: Path):
+    (folder / "log.md").write_text(
+        "---\nrelated: '[[two]]'\n---\n# Log\n\n[[One|The first]], then [[adr/two#Second]].\n"
+    )
+    root = tmp_path / "store"
+    done = cli("import", str(folder), "--root", str(root), "--prefix", "/kb", "--wikilinks")
+    assert done.returncode == 0, done.stderr
+    log = cli("fetch", "/kb/log.md", "--root", str(root), "--meta").stdout
+    assert (
+        "rel-related: /kb/adr/two.md\n" in log
+        and "[The first](adr/one.md), then [adr/two#Second](adr/two.md#second)." in log
+    )
+    plain = tmp_path / "plain"
+    assert cli("import", str(folder), "--root", str(plain), "--prefix", "/kb").returncode == 0
+    assert "[[One|The first]]" in cli("fetch", "/kb/log.md", "--root", str(plain)).stdout  # only when asked
+
+
 def test_import_with_a_site_stores_links_to_the_notes_themselves(folder: Path, tmp_path: Path):
     site = "https://github.com/org/notes/blob/main/"
     (folder / "adr" / "three.md").write_text(

@@ -52,11 +52,14 @@ async def test_mcp_docs_serves_a_folder_and_follows_its_changes(tmp_path: Path):
     (folder / "adr" / "two.md").write_text("---\ntitle: Two\nsupersedes: one.md\n---\nThe new lease rule.\n")
     site = "https://github.com/org/notes/blob/main/"
     (folder / "history.md").write_text(f"# History\n\nIt began with [the old rule]({site}adr/one.md).\n")
+    (folder / "log.md").write_text("# Log\n\nThen came [[two|the new rule]].\n")
     data = tmp_path / "data"
     write_end, lines = _stderr_lines()
     env = {**os.environ, "XDG_DATA_HOME": str(data), "DEMARKUS_HOME": str(tmp_path / "home")}
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "demarkus", "mcp", "--docs", str(folder), "--site", site], env=env
+        command=sys.executable,
+        args=["-m", "demarkus", "mcp", "--docs", str(folder), "--site", site, "--wikilinks"],
+        env=env,
     )
     with os.fdopen(write_end, "w") as errlog:
         async with Client(stdio_client(params, errlog=errlog)) as agent:
@@ -83,6 +86,8 @@ async def test_mcp_docs_serves_a_folder_and_follows_its_changes(tmp_path: Path):
             backlinks, _ = await call(agent, "mark_backlinks", url="/adr/one.md")
             assert "/adr/two.md" in backlinks and "supersedes" in backlinks
             assert "/history.md" in backlinks  # a link by the folder's published address
+            backlinks, _ = await call(agent, "mark_backlinks", url="/adr/two.md")
+            assert "/log.md" in backlinks  # a wiki link
 
             before = tree_state(folder)
             (folder / "adr" / "two.md").write_text(

@@ -94,7 +94,7 @@ def test_a_note_parsed_with_sites_has_local_links_and_relations():
     raw = (
         f"---\nsuperseded-by: {SITE}design/b.md\nrelated: [{MIRROR}c.md, ../d.md]\n---\n# A\n\n[b]({SITE}design/b.md)\n"
     ).encode()
-    note = parse_note(raw, "/kb/design/a.md", sites=SITES)
+    note = parse_note(raw, "/kb/design/a.md", links=(SITES,))
     assert dict(note.metadata) == {
         "title": "A",
         "rel-superseded-by": "/kb/design/b.md",

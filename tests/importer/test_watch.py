@@ -6,6 +6,7 @@ exist fails at once. Waits are bounded and follow the sync's own reports (no sle
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -15,7 +16,9 @@ import pytest
 
 from demarkus.graph import GraphStore
 from demarkus.importer import Source, Target
+from demarkus.importer.folder import scan_folder
 from demarkus.importer.sync import FolderSync
+from demarkus.importer.wikilink import FolderNames
 from demarkus.mcp.server import LocalResolver
 from demarkus.mcp.tools import Tools
 from demarkus.service import Service
@@ -49,19 +52,15 @@ class Followed:
         return time.monotonic() - started
 
 
-@pytest.fixture
-async def followed(tmp_path: Path) -> AsyncIterator[tuple[Followed, Path]]:
-    folder = tmp_path / "notes"
-    folder.mkdir()
-    (folder / "alpha.md").write_text("---\ntitle: Alpha\nsupersedes: beta.md\n---\nThe quorum holds.\n")
-    (folder / "beta.md").write_text("# Beta\n\nLease heartbeat interval.\n")
-    root = tmp_path / "store"
+@contextlib.asynccontextmanager
+async def following(folder: Path, root: Path, names: FolderNames | None = None) -> AsyncIterator[Followed]:
+    """A sync of `folder` into a new store at `root`, caught up, until the block ends."""
     root.mkdir()
     service = Service.open(root, trusted=True, dates_versions=True)
     graph = GraphStore(None)
     reports: asyncio.Queue[str] = asyncio.Queue()
     sync = FolderSync(
-        Source(folder, "/notes"),
+        Source(folder, "/notes", names=names),
         Target(service, dates_versions=True),
         reports.put_nowait,
         service=service,
@@ -74,11 +73,21 @@ async def followed(tmp_path: Path) -> AsyncIterator[tuple[Followed, Path]]:
     await asyncio.wait_for(asyncio.shield(caught), 10)
     tools = Tools(LocalResolver(service, AUTHORITY, graph, scope="/"))
     try:
-        yield Followed(sync, tools, reports), folder
+        yield Followed(sync, tools, reports)
     finally:
         stop.set()
         await asyncio.wait_for(task, 10)
         service.close()
+
+
+@pytest.fixture
+async def followed(tmp_path: Path) -> AsyncIterator[tuple[Followed, Path]]:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "alpha.md").write_text("---\ntitle: Alpha\nsupersedes: beta.md\n---\nThe quorum holds.\n")
+    (folder / "beta.md").write_text("# Beta\n\nLease heartbeat interval.\n")
+    async with following(folder, tmp_path / "store") as run:
+        yield run, folder
 
 
 async def test_each_change_to_the_folder_shows_in_lookup_within_two_seconds(followed):
@@ -136,6 +145,24 @@ async def test_the_relation_graph_follows_the_folder(followed):
         return "supersedes" not in await run.tools.backlinks("/notes/beta.md")
 
     await run.until(no_backlink, "a relation removed from the frontmatter")
+
+
+async def test_a_wiki_link_to_a_note_that_comes_later_leads_to_it_once_its_note_changes(tmp_path: Path):
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "alpha.md").write_text("# Alpha\n\nSee [[Gamma]] and [[beta|the beta]].\n")
+    (folder / "beta.md").write_text("# Beta\n")
+    async with following(folder, tmp_path / "store", FolderNames(lambda: scan_folder(folder).files)) as run:
+        alpha = await run.tools.fetch("/notes/alpha.md")
+        assert "See [[Gamma]] and [the beta](beta.md).\n" in alpha  # no gamma.md yet
+        (folder / "gamma.md").write_text("# Gamma\n")
+        (folder / "alpha.md").write_text("# Alpha\n\nSee [[Gamma]] and [[beta|the beta]], again.\n")
+
+        async def linked() -> bool:
+            return f"{AUTHORITY}/notes/alpha.md" in await run.tools.backlinks("/notes/gamma.md")
+
+        await run.until(linked, "a wiki link to a new note")
+        assert "See [Gamma](gamma.md) and [the beta](beta.md), again.\n" in await run.tools.fetch("/notes/alpha.md")
 
 
 async def test_a_folder_that_cannot_be_watched_fails_at_once(tmp_path: Path):

@@ -22,8 +22,9 @@ from ..protocol import RESERVED_KEYS, Status
 from ..render import format_time
 from ..store.versionfile import sha256_tag
 from .history import GIT_BASE, GitHistory, pending, revision_metadata
-from .note import Note, document_path, is_note, parse_note, read_file
+from .note import LinkForm, Note, document_path, is_note, parse_note, read_file
 from .site import Site, Sites
+from .wikilink import FolderNames, WikiLinks
 
 __all__ = ["Current", "FileResult", "Outcome", "Source", "Target", "Version", "archive_document", "import_file"]
 
@@ -58,12 +59,18 @@ class Source:
     history: GitHistory | None = None
     sites: tuple[Site, ...] = ()
     """Web addresses the folder is published at (`site.parse_site`)."""
+    names: FolderNames | None = None
+    """The folder's note names, when wiki links are made links to the notes."""
 
     @property
-    def published(self) -> Sites | None:
-        """The sites with the document folder and its notes: what makes their links local
-        (None: none)."""
-        return Sites(self.sites, self.prefix, partial(is_note, self.folder)) if self.sites else None
+    def links(self) -> tuple[LinkForm, ...]:
+        """The link forms made links to the folder's notes: its sites, its wiki links."""
+        forms: list[LinkForm] = []
+        if self.sites:
+            forms.append(Sites(self.sites, self.prefix, partial(is_note, self.folder)))
+        if self.names is not None:
+            forms.append(WikiLinks(self.names.current(), self.prefix))
+        return tuple(forms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +118,7 @@ async def import_file(source: Source, target: Target, relative: str) -> FileResu
         return FileResult(relative, "", Outcome.REFUSED, problems=(exc.message,))
     try:
         raw = read_file(source.folder / relative)
-        worktree = parse_note(raw, path, sites=source.published)
+        worktree = parse_note(raw, path, links=source.links)
         current, restored = await _current(target, path)
         problems: list[str] = []
         versions = _versions(source, relative, raw, worktree, current, problems)
@@ -196,16 +203,14 @@ def _versions(
     versions = []
     for revision in pending(history, dict(current.metadata) if current is not None else None):
         try:
-            note = parse_note(
-                source.history.read(revision), worktree.path, revision_metadata(revision), source.published
-            )
+            note = parse_note(source.history.read(revision), worktree.path, revision_metadata(revision), source.links)
         except DemarkusError as exc:
             problems.append(f"commit {revision.commit[:12]} left out: {exc.message}")
             continue
         versions.append(Version(note.body, note.metadata, revision.time))
     head = history[-1]
     if raw == source.history.read(head):
-        final = parse_note(raw, worktree.path, revision_metadata(head), source.published)
+        final = parse_note(raw, worktree.path, revision_metadata(head), source.links)
         versions.append(Version(final.body, final.metadata, head.time))
     else:
         versions.append(Version(worktree.body, {**worktree.metadata, GIT_BASE: head.commit}))

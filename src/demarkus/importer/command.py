@@ -23,6 +23,7 @@ from .folder import Summary, scan_folder
 from .history import GitHistory, find_repository
 from .site import Site
 from .sync import FolderSync
+from .wikilink import FolderNames
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 CATCH_UP_WAIT = 10.0
@@ -56,10 +57,12 @@ def run_import(
     ca: Path | None = None,
     insecure: bool = False,
     sites: tuple[Site, ...] = (),
+    wikilinks: bool = False,
 ) -> Summary:
     """Import `folder` into the store at `root` (created when missing) or the authority
     at `url`: a sync's catch-up, which archives missing files only when asked. `sites`:
-    the web addresses the folder is published at (`site.parse_site` form).
+    the web addresses the folder is published at (`site.parse_site` form); `wikilinks`:
+    make `[[name]]` links to the notes (`wikilink`).
 
     Raises:
         ConfigError: --git outside a git repository, or another process writes the store.
@@ -80,6 +83,7 @@ def run_import(
         archive_missing=archive_missing,
         verb="importing",
         sites=sites,
+        wikilinks=wikilinks,
     )
 
 
@@ -99,6 +103,7 @@ def run_sync(
     archive_missing: bool = True,
     verb: str = "syncing",
     sites: tuple[Site, ...] = (),
+    wikilinks: bool = False,
 ) -> Summary:
     """Bring the store at `root` (created when missing) or the authority at `url` in step
     with `folder`: import what changed, archive the documents whose file is gone; with
@@ -110,7 +115,7 @@ def run_sync(
         TransportError: the authority cannot be reached.
     """
     history = GitHistory(find_repository(folder)) if use_git else None
-    source = Source(folder=folder, prefix=prefix, history=history, sites=sites)
+    source = Source(folder=folder, prefix=prefix, history=history, sites=sites, names=_names(folder, wikilinks))
     try:
         if root is not None:
             from ..graph.store import default_graph_path
@@ -194,6 +199,7 @@ def docs_sync(
     prefix: str = "/",
     use_git: bool = False,
     sites: tuple[Site, ...] = (),
+    wikilinks: bool = False,
 ) -> FolderSync:
     """The sync of a docs folder into a store this process serves (`service` trusted and
     dating versions: `Service.open(..., trusted=True, dates_versions=True)` or `as_owner()`).
@@ -204,8 +210,18 @@ def docs_sync(
     history = GitHistory(find_repository(folder)) if use_git else None
     target = Target(service, dates_versions=True)
     return FolderSync(
-        Source(folder, prefix, history, sites), target, report, service=service, graph=graph, authority=authority
+        Source(folder, prefix, history, sites, _names(folder, wikilinks)),
+        target,
+        report,
+        service=service,
+        graph=graph,
+        authority=authority,
     )
+
+
+def _names(folder: Path, wikilinks: bool) -> FolderNames | None:
+    """The folder's note names for its wiki links (None: they stay as written)."""
+    return FolderNames(lambda: scan_folder(folder).files) if wikilinks else None
 
 
 async def following(sync: FolderSync, work: Awaitable[None], report: Callable[[str], None]) -> None:

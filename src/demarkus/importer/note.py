@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..errors import BadRequestError
 from ..markdown.frontmatter import first_heading, map_metadata, parse_frontmatter, split_frontmatter
@@ -19,13 +19,23 @@ from ..markdown.links import resolve_target
 from ..protocol import MAX_BODY, MAX_METADATA, validate_publisher_metadata
 from ..store.layout import check_segments
 
-if TYPE_CHECKING:
-    from .site import Sites
-
-__all__ = ["MAX_FILE", "Note", "document_path", "is_note", "parse_note", "read_note", "shown"]
+__all__ = ["MAX_FILE", "LinkForm", "Note", "document_path", "is_note", "parse_note", "read_note", "shown"]
 
 MAX_FILE = MAX_BODY + MAX_METADATA
 """Bytes read from one file at most: a body at the limit plus a frontmatter block."""
+
+
+class LinkForm(Protocol):
+    """A way a folder's notes name each other that the store cannot follow as written
+    (`site.Sites`: by a web address; `wikilink.WikiLinks`: as `[[name]]`)."""
+
+    def localize(self, body: str, path: str) -> str:
+        """`body` of the document at `path` with such links made links to the notes."""
+        ...
+
+    def document(self, reference: str, path: str) -> str | None:
+        """The document path a relation written so names from `path`; None if not one."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,11 +71,11 @@ def document_path(relative: str, prefix: str) -> str:
         raise BadRequestError(f"the file name cannot be a document path: {exc}") from None
 
 
-def parse_note(raw: bytes, path: str, extra: Mapping[str, str] | None = None, sites: Sites | None = None) -> Note:
+def parse_note(raw: bytes, path: str, extra: Mapping[str, str] | None = None, links: Sequence[LinkForm] = ()) -> Note:
     """The note at document path `path` from the file's bytes; `extra` metadata (git's)
-    is added after the frontmatter's. A note without a title takes its first H1. With
-    `sites`, links and relations naming a note by the folder's web address name it in the
-    store (`site.Sites`).
+    is added after the frontmatter's. A note without a title takes its first H1. Links
+    and relations in one of the `links` forms (a web address, a wiki link) name the note
+    in the store.
 
     Raises:
         BadRequestError: not UTF-8, too large, bad frontmatter, no text, or metadata the
@@ -79,8 +89,11 @@ def parse_note(raw: bytes, path: str, extra: Mapping[str, str] | None = None, si
         ) from None
     parts = split_frontmatter(text)
     fields = parse_frontmatter(parts.block) if parts.block is not None else {}
-    metadata = map_metadata(fields, lambda reference: _resolve(path, reference, sites))
-    body = (parts.body if sites is None else sites.localize(parts.body, path)).encode("utf-8")
+    metadata = map_metadata(fields, lambda reference: _resolve(path, reference, links))
+    text = parts.body
+    for form in links:
+        text = form.localize(text, path)
+    body = text.encode("utf-8")
     if len(body) > MAX_BODY:
         raise BadRequestError(
             f"the body is {len(body)} bytes; a document holds at most {MAX_BODY} (1 MiB); split the file"
@@ -158,14 +171,15 @@ def read_file(file: Path) -> bytes:
     return data
 
 
-def _resolve(path: str, reference: str, sites: Sites | None = None) -> str:
+def _resolve(path: str, reference: str, links: Sequence[LinkForm] = ()) -> str:
     """A relation reference written as a relative file path (`../b.md`, `b.md#api`), or
-    as a note's address under one of `sites`, becomes the imported document's path;
-    anything else stays as written (absolute paths are document paths already, and bad
-    references are reported when read)."""
-    local = sites.document(reference) if sites is not None else None
-    if local is not None:
-        return local
+    in one of the `links` forms, becomes the imported document's path; anything else
+    stays as written (absolute paths are document paths already, and bad references are
+    reported when read)."""
+    for form in links:
+        local = form.document(reference, path)
+        if local is not None:
+            return local
     if reference.startswith(("/", "#")) or "://" in reference or any(ch.isspace() for ch in reference):
         return reference
     try:

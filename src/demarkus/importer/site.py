@@ -34,7 +34,7 @@ from typing import NamedTuple
 from urllib.parse import unquote, urlsplit
 
 from ..errors import BadRequestError, DemarkusError
-from ..markdown.sections import parse_body
+from ..markdown.rewrite import Spans, in_spans, rewrite_outside_code
 from .note import document_path
 
 __all__ = ["Site", "Sites", "parse_site", "rendered_from"]
@@ -45,12 +45,6 @@ _DEFINITION = re.compile(r"^( {0,3}\[[^\]]+\]:[ \t]*<?)([^\s<>]+)")
 """A link reference definition's destination: `[label]: https://...`."""
 _UNSAFE = re.compile(r"[\s()<>]")
 """Characters a bare link destination cannot hold: such a link is left as written."""
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
-"""A line with its ending, as markdown-it counts lines (never at other characters
-`str.splitlines` splits on)."""
-_CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
-_TEXT_BLOCKS = frozenset({"fence", "code_block", "html_block"})
-"""Blocks whose lines are text, not markdown: a link there is not a link."""
 
 
 class Site(NamedTuple):
@@ -113,9 +107,9 @@ class Sites:
     prefix: str = "/"
     is_note: Callable[[str], bool] | None = None
 
-    def document(self, reference: str) -> str | None:
+    def document(self, reference: str, path: str = "") -> str | None:
         """The document path (with its `#fragment`) that `reference` names under one of
-        the sites, or None when it names none."""
+        the sites, or None when it names none (wherever it is written: `path` is unused)."""
         found = self._target(reference)
         if found is None:
             return None
@@ -159,23 +153,17 @@ class Sites:
     def localize(self, body: str, path: str) -> str:
         """`body` (of the document at `path`) with every link to a note under one of the
         sites made relative; unchanged when there are no sites or no such links."""
-        if not self.sites or not any(site.url in body for site in self.sites):
+        if not self.sites:
             return body
-        parsed = parse_body(body.encode("utf-8"), inline=False)
-        text_lines = {
-            line for token in parsed.tokens if token.type in _TEXT_BLOCKS and token.map for line in range(*token.map)
-        }
-        lines = [line for line in _LINE.findall(body) if line]
-        for number, line in enumerate(lines):
-            if number not in text_lines and any(site.url in line for site in self.sites):
-                lines[number] = self._line(line, path)
-        return "".join(lines)
+        return rewrite_outside_code(
+            body,
+            lambda text: any(site.url in text for site in self.sites),
+            lambda line, spans: self._line(line, spans, path),
+        )
 
-    def _line(self, line: str, path: str) -> str:
-        spans = [m.span() for m in _CODE_SPAN.finditer(line)]
-
+    def _line(self, line: str, spans: Spans, path: str) -> str:
         def swap(match: re.Match[str]) -> str:
-            if any(start <= match.start() < end for start, end in spans):
+            if in_spans(match.start(), spans):
                 return match.group(0)
             local = self.relative(match.group(2), path)
             return match.group(0) if local is None else match.group(1) + local

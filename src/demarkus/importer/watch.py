@@ -71,6 +71,8 @@ async def apply_changes(source: Source, target: Target, changes: Iterable[tuple[
     folder = source.folder.absolute()
     names = (folder, source.folder.resolve())
     touched = sorted({r for _, path in changes if (r := _relative(names, path)) is not None})
+    if touched and source.names is not None:
+        source.names.forget()  # a note may have come or gone: wiki links resolve anew
     results: list[FileResult] = []
     for relative in touched:
         on_disk = folder / relative

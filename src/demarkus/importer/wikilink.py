@@ -1,0 +1,149 @@
+"""Wiki links made markdown links to the notes they name. Pure.
+
+Obsidian, Foam, Logseq and basic-memory join notes with wiki links, which markdown does
+not read as links::
+
+    After [[Segment log]] came [[adr/Replicated log#Failover|failover]].
+
+Nothing in a store follows `[[...]]`: explore and backlinks see no edge. Imported with
+`--wikilinks`, each one that names a note of the folder becomes a markdown link to it,
+relative to the note that holds it::
+
+    After [Segment log](<Segment log.md>) came [failover](<adr/Replicated log.md#failover>).
+
+A name is matched as those editors match it: without `.md`, ignoring case, against a
+note's file name, or against the end of its path when it holds a `/`; of several notes so
+named, the one in the linking note's folder, else the one with the shortest path, else the
+first in path order. `#Heading` becomes the heading's anchor (its slug; of two headings
+alike, the first), `#^block` is dropped (a block id is no anchor), `|alias` is the link's
+text, else the link as written. A name no note has, an embed (`![[...]]`), and anything
+in code or HTML stays as written. A relation written as a wiki link (`related: "[[Segment
+log]]"`, as Obsidian's properties hold links) names the document.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from ..errors import DemarkusError
+from ..markdown.rewrite import Spans, in_spans, rewrite_outside_code
+from ..markdown.sections import slugify
+from .note import document_path
+
+__all__ = ["FolderNames", "Names", "WikiLinks"]
+
+_WIKI = re.compile(r"(!?)\[\[([^\[\]\r\n]+)\]\](\(?)")
+"""A wiki link: an embed's `!`, the text between the brackets, and a `(` right after
+(then the brackets are the text of a markdown link, `[[1]](url)`, not a wiki link)."""
+_ESCAPE = re.compile(r"([\\\[\]])")
+_SPACED = re.compile(r"[\s()]")
+"""Characters a link destination holds only between `<` and `>`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Names:
+    """The folder's notes (relative `/`-separated paths ending in `.md`) by every name a
+    wiki link may give them: the end of their path without `.md`, lower-cased, from the
+    file name alone to the whole path; each name's notes best first."""
+
+    notes: Mapping[str, tuple[str, ...]]
+
+    @classmethod
+    def of(cls, files: Iterable[str]) -> Names:
+        named: dict[str, list[str]] = {}
+        for file in sorted(files, key=lambda file: (file.count("/"), file)):  # shortest path first
+            parts = file[: -len(".md")].lower().split("/")
+            for start in range(len(parts)):
+                named.setdefault("/".join(parts[start:]), []).append(file)
+        return cls({name: tuple(files) for name, files in named.items()})
+
+    def find(self, name: str, near: str) -> str | None:
+        """The note `name` names, seen from the note at `near` (both relative to the folder)."""
+        key = name.strip().strip("/").lower().removesuffix(".md")
+        found = self.notes.get(key, ())
+        if not found:
+            return None
+        here = posixpath.dirname(near)
+        return next((note for note in found if posixpath.dirname(note) == here), found[0])
+
+
+class FolderNames:
+    """A folder's `Names`, read from its list of notes when first asked for and again after
+    `forget` (a watcher forgets them when files come and go)."""
+
+    def __init__(self, list_notes: Callable[[], Iterable[str]]) -> None:
+        self._list_notes = list_notes
+        self._names: Names | None = None
+
+    def current(self) -> Names:
+        if self._names is None:
+            self._names = Names.of(self._list_notes())
+        return self._names
+
+    def forget(self) -> None:
+        self._names = None
+
+
+@dataclass(frozen=True, slots=True)
+class WikiLinks:
+    """The folder's note names and the document folder its files go under."""
+
+    names: Names
+    prefix: str = "/"
+
+    def document(self, reference: str, path: str) -> str | None:
+        """The document path (with its anchor) named by `reference` when it is one wiki
+        link, `[[name]]`, seen from the document at `path`; None otherwise."""
+        match = _WIKI.fullmatch(reference.strip())
+        if match is None or match.group(1) or match.group(3):
+            return None
+        found = self._target(match.group(2), path)
+        if found is None:
+            return None
+        target, anchor = found
+        return (target or path) + (f"#{anchor}" if anchor else "")
+
+    def localize(self, body: str, path: str) -> str:
+        """`body` (of the document at `path`) with every wiki link to a note of the folder
+        made a markdown link; unchanged when it holds none."""
+        return rewrite_outside_code(body, lambda text: "[[" in text, lambda line, spans: self._line(line, spans, path))
+
+    def _line(self, line: str, spans: Spans, path: str) -> str:
+        def swap(match: re.Match[str]) -> str:
+            if match.group(1) or match.group(3) or in_spans(match.start(), spans):
+                return match.group(0)
+            written, _, alias = match.group(2).replace("\\|", "|").partition("|")
+            found = self._target(written, path)
+            if found is None:
+                return match.group(0)
+            target, anchor = found
+            destination = posixpath.relpath(target, posixpath.dirname(path)) if target else ""
+            destination += f"#{anchor}" if anchor else ""
+            if not destination or "<" in destination or ">" in destination:
+                return match.group(0)
+            if _SPACED.search(destination):
+                destination = f"<{destination}>"
+            text = _ESCAPE.sub(r"\\\1", (alias or written).strip())
+            return f"[{text}]({destination})"
+
+        return _WIKI.sub(swap, line)
+
+    def _target(self, written: str, path: str) -> tuple[str, str] | None:
+        """(document path, or "" for the note itself; anchor) of the link written
+        `name#heading` (alias removed) in the document at `path`."""
+        name, _, heading = written.partition("#")
+        last = heading.split("#")[-1].strip()
+        anchor = "" if last.startswith("^") else slugify(last)
+        if not name.strip():
+            return ("", anchor) if anchor else None
+        near = path[len(self.prefix.rstrip("/")) + 1 :]
+        note = self.names.find(name, near)
+        if note is None:
+            return None
+        try:
+            return document_path(note, self.prefix), anchor
+        except DemarkusError:
+            return None

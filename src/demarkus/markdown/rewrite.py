@@ -1,0 +1,47 @@
+"""Rewriting a body's text line by line outside code. Pure.
+
+An importer that changes how links are written (`importer.site`, `importer.wikilink`)
+must leave alone what markdown shows as text: fenced and indented code, HTML blocks and
+code spans. Everything else, line endings included, comes back as it was.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from .sections import parse_body
+
+__all__ = ["Spans", "in_spans", "rewrite_outside_code"]
+
+Spans = list[tuple[int, int]]
+"""Character ranges of a line's code spans: a match starting inside one is text."""
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
+"""A line with its ending, as markdown-it counts lines (never at other characters
+`str.splitlines` splits on)."""
+_CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
+_TEXT_BLOCKS = frozenset({"fence", "code_block", "html_block"})
+"""Blocks whose lines are text, not markdown: a link there is not a link."""
+
+
+def rewrite_outside_code(body: str, wanted: Callable[[str], bool], rewrite: Callable[[str, Spans], str]) -> str:
+    """`body` with `rewrite(line, code spans)` applied to each line outside code blocks and
+    HTML blocks for which `wanted(line)` (a cheap test) holds; `body` itself when no line
+    is wanted."""
+    if not wanted(body):
+        return body
+    parsed = parse_body(body.encode("utf-8"), inline=False)
+    text_lines = {
+        line for token in parsed.tokens if token.type in _TEXT_BLOCKS and token.map for line in range(*token.map)
+    }
+    lines = [line for line in _LINE.findall(body) if line]
+    for number, line in enumerate(lines):
+        if number not in text_lines and wanted(line):
+            lines[number] = rewrite(line, [m.span() for m in _CODE_SPAN.finditer(line)])
+    return "".join(lines)
+
+
+def in_spans(position: int, spans: Spans) -> bool:
+    """Whether `position` of a line lies inside one of its code spans."""
+    return any(start <= position < end for start, end in spans)

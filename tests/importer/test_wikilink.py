@@ -1,0 +1,124 @@
+"""Wiki links made links to the notes they name: pure, no store."""
+
+from __future__ import annotations
+
+import pytest
+
+from demarkus.importer import parse_note
+from demarkus.importer.site import Site, Sites
+from demarkus.importer.wikilink import FolderNames, Names, WikiLinks
+from demarkus.markdown import extract_links
+
+FILES = (
+    "Segment log.md",
+    "adr/Replicated log.md",
+    "adr/0002 Replicated.md",
+    "adr/Index.md",
+    "Index.md",
+    "people/ann.md",
+    "team/Index.md",
+    "archive/2019/Index.md",
+)
+WIKI = WikiLinks(Names.of(FILES), "/kb")
+
+
+def local(body: str, path: str = "/kb/adr/a.md", wiki: WikiLinks = WIKI) -> str:
+    return wiki.localize(body, path)
+
+
+@pytest.mark.parametrize(
+    "written, expected",
+    [
+        ("[[Segment log]]", "[Segment log](<../Segment log.md>)"),
+        ("[[segment LOG.md]]", "[segment LOG.md](<../Segment log.md>)"),  # case and `.md` aside
+        (
+            "[[Replicated log#Failover and fencing]]",
+            "[Replicated log#Failover and fencing](<Replicated log.md#failover-and-fencing>)",
+        ),
+        (
+            "[[Replicated log#Setup#Keys|the keys]]",
+            "[the keys](<Replicated log.md#keys>)",
+        ),  # a heading's path: the last
+        ("[[Replicated log#^a1b2c3]]", "[Replicated log#^a1b2c3](<Replicated log.md>)"),  # a block id is no anchor
+        ("[[ann|Ann [lead]]]", "[[ann|Ann [lead]]]"),  # brackets inside: not a wiki link
+        ("[[people/ann|Ann]]", "[Ann](../people/ann.md)"),
+        ("[[/people/ann]]", "[/people/ann](../people/ann.md)"),
+        ("[[#Context]]", "[#Context](#context)"),  # a heading of the note itself
+        ("[[Index]]", "[Index](Index.md)"),  # of several, the one beside the linking note
+        ("[[team/index]]", "[team/index](../team/Index.md)"),
+        ("[[2019/Index]]", "[2019/Index](../archive/2019/Index.md)"),  # the end of a path
+        ("| [[ann\\|Ann]] |", "| [Ann](../people/ann.md) |"),  # in a table the pipe is escaped
+        ("[[Nowhere]]", "[[Nowhere]]"),  # no such note
+        ("![[Segment log]]", "![[Segment log]]"),  # an embed
+        ("[[1]](https://example.org/1)", "[[1]](https://example.org/1)"),  # a markdown link's text
+        ("`[[Segment log]]`", "`[[Segment log]]`"),  # a code span is text
+        ("[[]]", "[[]]"),
+        ("[[#]]", "[[#]]"),
+    ],
+)
+def test_a_wiki_link_to_a_note_of_the_folder_becomes_a_markdown_link(written: str, expected: str):
+    assert local(f"# A\n\nSee {written} now.\n") == f"# A\n\nSee {expected} now.\n"
+
+
+def test_of_several_notes_so_named_the_shortest_path_wins_then_path_order():
+    assert local("[[Index]]", "/kb/people/ann.md") == "[Index](../Index.md)"
+    names = Names.of(["b/x.md", "a/x.md", "c/d/x.md"])
+    assert names.find("x", "e/y.md") == "a/x.md" and names.find("X.md", "c/d/z.md") == "c/d/x.md"
+    assert names.find("d/x", "a/y.md") == "c/d/x.md" and names.find("e/x", "a/y.md") is None
+
+
+def test_code_and_html_blocks_stay_as_written_and_the_links_resolve():
+    body = (
+        "# A\r\n\r\n[[Segment log]] and [[people/ann|Ann]].\r\n\r\n"
+        "```\n[[Segment log]]\n```\n\n"
+        "    [[Segment log]]\n\n"
+        "<div>\n[[Segment log]]\n</div>\n"
+    )
+    out = local(body)
+    assert out.startswith("# A\r\n\r\n[Segment log](<../Segment log.md>) and [Ann](../people/ann.md).\r\n")
+    assert out.count("[[Segment log]]") == 3
+    assert [(link.target, link.label) for link in extract_links(out.encode(), "/kb/adr/a.md")] == [
+        ("/kb/Segment log.md", "Segment log"),
+        ("/kb/people/ann.md", "Ann"),
+    ]
+
+
+def test_a_body_without_wiki_links_is_returned_as_it_is():
+    plain = "# A\n\n[b](b.md) and [x]\n"
+    assert local(plain) is plain
+    almost = "# A\n\n[b](b.md) and [[x] y]\r\n"
+    assert local(almost) == almost
+
+
+def test_a_relation_written_as_a_wiki_link_names_the_document():
+    assert WIKI.document("[[Replicated log#Failover]]", "/kb/adr/a.md") == "/kb/adr/Replicated log.md#failover"
+    assert WIKI.document(" [[ann]] ", "/kb/adr/a.md") == "/kb/people/ann.md"
+    assert WIKI.document("[[Nowhere]]", "/kb/adr/a.md") is None
+    assert WIKI.document("[[ann]] and [[Index]]", "/kb/adr/a.md") is None
+    assert WIKI.document("![[ann]]", "/kb/adr/a.md") is None
+    assert WIKI.document("ann.md", "/kb/adr/a.md") is None
+
+
+def test_a_note_parsed_with_wiki_links_and_a_site_has_both_made_local():
+    raw = (
+        b"---\nrelated: ['[[Segment log]]', '[[ann]]']\nsuperseded-by: https://example.org/adr/Index.md\n---\n"
+        b"# A\n\n[[Segment log]] and [b](https://example.org/adr/b.md)\n"
+    )
+    site = Sites((Site("https://example.org/"),), "/kb")
+    note = parse_note(raw, "/kb/adr/a.md", links=(site, WIKI))
+    assert dict(note.metadata) == {
+        "title": "A",
+        "rel-related": "/kb/Segment log.md, /kb/people/ann.md",
+        "rel-superseded-by": "/kb/adr/Index.md",
+    }
+    assert note.body == b"# A\n\n[Segment log](<../Segment log.md>) and [b](b.md)\n"
+
+
+def test_the_folder_names_are_read_once_and_again_after_forget():
+    listed: list[list[str]] = [["a.md"]]
+    names = FolderNames(lambda: listed[-1])
+    assert names.current().find("a", "x.md") == "a.md"
+    listed.append(["b.md"])
+    assert names.current().find("b", "x.md") is None  # read once
+    names.forget()
+    assert names.current().find("b", "x.md") == "b.md" and names.current().find("a", "x.md") is None
