@@ -281,6 +281,21 @@ async def test_callers_see_their_own_worlds_and_nothing_of_each_others(worlds: W
     assert "journal" not in alice[2][0]
 
 
+async def test_an_escaped_path_names_what_its_decoded_path_names_and_widens_nothing(worlds: Worlds):
+    app = create_app(config_for(worlds), backends=worlds.backends)
+    async with serving(app):
+        async with session(app, ALICE, mode="legacy") as client:
+            plain = await call(client, "mark_fetch", url="mark://shared/alice-area/notes.md")
+            escaped = await call(client, "mark_fetch", url="mark://shared/alice%2Darea/notes%2Emd", force=True)
+            other = await call(client, "mark_fetch", url="mark://shared/bob%2Darea/notes.md")
+            other_plain = await call(client, "mark_fetch", url="mark://shared/bob-area/notes.md")
+            climbed = await call(client, "mark_fetch", url="mark://shared/alice-area/%2E%2E/bob-area/notes.md")
+    assert not plain[1] and escaped == plain
+    assert other == other_plain and other[0].startswith("status: not-permitted")  # as the plain path is
+    assert climbed[1] and "`..`" in climbed[0]
+    assert not any(s.lower() in text.lower() for text, _ in (other, climbed) for s in BOB_SECRETS)
+
+
 async def test_concurrent_callers_stay_apart(worlds: Worlds):
     app = create_app(config_for(worlds), backends=worlds.backends)
     async with serving(app):

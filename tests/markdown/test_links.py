@@ -34,7 +34,10 @@ def targets(body: str, base: str = BASE) -> list[tuple[str, str, bool]]:
         ("mailto:someone@example.org", BASE, ("mailto:someone@example.org", "", True)),
         ("<with space.md>", BASE, ("/docs/guide/with space.md", "", False)),
         ("café.md", BASE, ("/docs/guide/café.md", "", False)),
-        ("a%20b.md", BASE, ("/docs/guide/a%20b.md", "", False)),
+        ("a%20b.md", BASE, ("/docs/guide/a b.md", "", False)),
+        ("caf%C3%A9%2C%20b.md#x%20y", BASE, ("/docs/guide/café, b.md", "x%20y", False)),
+        ("mark://host.example/a%20b.md", URL_BASE, ("/a b.md", "", False)),
+        ("mark://other/a%20b.md", BASE, ("mark://other/a%20b.md", "", False)),
         ("a\\_b.md", BASE, ("/docs/guide/a_b.md", "", False)),
     ],
     ids=[
@@ -54,7 +57,10 @@ def targets(body: str, base: str = BASE) -> list[tuple[str, str, bool]]:
         "mailto-external",
         "angle-brackets-allow-spaces",
         "unicode-kept-as-written",
-        "percent-escapes-kept-as-written",
+        "percent-escapes-decoded",
+        "percent-escapes-decoded-fragment-as-written",
+        "same-authority-url-decoded",
+        "other-authority-keeps-its-escapes",
         "backslash-escape-decoded",
     ],
 )

@@ -140,6 +140,7 @@ async def test_explore_records_relations_in_both_directions(demo_server):
         ("mark_fetch", {"url": "mark://elsewhere.org/a.md"}, "this server reads mark://demo.world only"),
         ("mark_fetch", {"url": "relative.md"}, "is not a path"),
         ("mark_fetch", {"url": "/a/../b.md"}, "`..`"),
+        ("mark_fetch", {"url": "/a/%2e%2E/b.md"}, "`..`"),  # escapes are decoded before any check
         ("mark_explore", {"url": "/overview.md", "direction": "sideways"}, "direction `sideways`"),
         ("mark_explore", {"url": "/overview.md", "cursor": "garbage"}, "cursor"),
         ("mark_explore", {"url": "/overview.md", "page_size": 0}, "page_size"),
@@ -156,6 +157,7 @@ async def test_explore_records_relations_in_both_directions(demo_server):
         "fetch-cross-authority",
         "relative",
         "dotdot",
+        "escaped-dotdot",
         "direction",
         "cursor",
         "page-size",
@@ -172,10 +174,19 @@ async def test_bad_input_is_a_tool_error_that_says_what_to_do(
         assert not failed and still.startswith("status: ok")
 
 
+async def test_a_url_is_read_as_a_link_with_its_escapes_decoded(demo_server):
+    async with Client(demo_server) as client:
+        plain, _ = await call(client, "mark_fetch", url="/index.md", force=True)
+        escaped, failed = await call(client, "mark_fetch", url="/ind%65x.md", force=True)
+        assert not failed and escaped == plain
+
+
 async def test_scope_confines_every_tool(demo_root: Path):
     async with Client(make_server(demo_root, scope="/runbooks")) as client:
         text, is_error = await call(client, "mark_fetch", url="/overview.md")
         assert is_error and "outside the allowed scope /runbooks" in text
+        text, is_error = await call(client, "mark_fetch", url="/runbooks%2F..%2Foverview.md")
+        assert is_error and "`..`" in text
         inside, failed = await call(client, "mark_lookup", query="*")
         assert not failed and "/runbooks/" in inside and "/decisions/" not in inside.split("\n\n", 1)[1].split(">>>")[0]
 

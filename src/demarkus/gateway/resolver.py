@@ -16,7 +16,7 @@ cannot read keeps its line (explore, backlinks, expansion) and is never fetched.
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from ..backend import VerbMethods
 from ..errors import BadRequestError, NotPermittedError
@@ -115,7 +115,7 @@ class GatewayResolver:
             raise NotPermittedError(
                 f"world {world[:63]} is not one of your worlds; you can read: {self._yours()} (mark_worlds lists them)"
             )
-        path = canonical_path(parsed.path)
+        path = canonical_path(unquote(parsed.path))  # read as a link is: a LIST entry escapes its name
         location = f"{world_prefix(world)}{path}"
         backend = self._backends[world]
         return Target(backend, path, parsed.fragment, location, location, self.caller.upstream.get(world))

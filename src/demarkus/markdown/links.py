@@ -8,7 +8,10 @@ path or mark:// URL like an HTML link (RFC 3986), then splits by authority:
     `mark://other:6310/x.md`         -> canonical URL (`mark://host`, port only when not 6309)
     `https://...`, `mailto:...`      -> external, kept as written
 
-The fragment (`#anchor`) is always split off and kept separately.
+The fragment (`#anchor`) is always split off and kept separately. A path on the same
+authority is the document's own path: its percent-escapes are decoded (`My%20note.md`
+names `My note.md`, as a LIST link escapes it); another authority's URL keeps its escaped
+form, the form identities are compared in.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 from markdown_it.token import Token
 
@@ -67,10 +71,10 @@ def resolve_target(base: str, reference: str) -> Target:
         return Target(target=ref, fragment=fragment, authority=None, external=True)
     resolved = resolve_reference(base, ref)
     if not resolved.lower().startswith(f"{SCHEME}://"):
-        return Target(target=resolved, fragment=fragment, authority=None, external=False)
+        return Target(target=unquote(resolved), fragment=fragment, authority=None, external=False)
     url = parse_mark_url(resolved)
     if base.lower().startswith(f"{SCHEME}://") and parse_mark_url(base).authority == url.authority:
-        return Target(target=url.path, fragment=fragment, authority=None, external=False)
+        return Target(target=unquote(url.path), fragment=fragment, authority=None, external=False)
     return Target(target=url.authority + url.path, fragment=fragment, authority=url.authority, external=False)
 
 

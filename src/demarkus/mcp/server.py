@@ -9,6 +9,7 @@ import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from typing import Annotated, ParamSpec, TypeVar
+from urllib.parse import unquote
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -79,7 +80,7 @@ class LocalResolver:
             raise BadRequestError(
                 f"`{text}` is not a path; start it with / (e.g. /index.md) or use {self.authority}/path"
             )
-        path = canonical_path(path)
+        path = canonical_path(unquote(path))  # read as a link is: a LIST entry escapes its name
         if not in_scope(path, self.scope):
             raise BadRequestError(f"{path} is outside the allowed scope {self.scope}; use a path under {self.scope}")
         return Target(self.backend, path, anchor, path, self.authority + path, self.token)
