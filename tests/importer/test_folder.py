@@ -228,6 +228,35 @@ def test_links_by_the_folders_published_address_are_edges_to_its_notes(folder: P
     assert again.count(Outcome.UNCHANGED) == len(GOOD) + 1  # the same bytes: no new version
 
 
+def test_a_vault_joined_by_wiki_links_gets_its_edges_and_the_hop_follows_its_typed_links(tmp_path: Path):
+    vault = tmp_path / "vault"
+    (vault / "design").mkdir(parents=True)
+    (vault / "design" / "Search ranking.md").write_text(
+        "# Search ranking\n\nThe ranking scores sections with BM25 over their words.\n\n"
+        "## Scores\n\nBM25 scores rank the sections, best first.\n\n"
+        "## Relations\n- depends_on [[Index layout]] (the rows it ranks)\n- relates_to [[Glossary]]\n"
+    )
+    (vault / "Index layout.md").write_text(
+        "# Index layout\n\nEach heading starts one row; sections are keyed by anchor.\n"
+    )
+    (vault / "Glossary.md").write_text("# Glossary\n\nSee [[Search ranking#Relations|the relations]].\n")
+    root = tmp_path / "store"
+    run(vault, root, wikilinks=True)
+    page, backlinks = asyncio.run(
+        tool_texts(
+            root,
+            [
+                ("mark_lookup", {"query": "ranking scores sections BM25", "match": "body", "limit": 2, "budget": 1500}),
+                ("mark_backlinks", {"url": "/kb/design/Search ranking.md"}),
+            ],
+        )
+    )
+    assert "| /kb/Index layout.md" not in page  # not a row: the typed link leads to it
+    assert ">>> /kb/Index layout.md/v1#index-layout (via /kb/design/Search ranking.md/v1 depends-on)\n" in page
+    assert "- depends_on [Index layout](<../Index layout.md>) (the rows it ranks)\n" in page
+    assert f"{AUTHORITY}/kb/Glossary.md" in backlinks
+
+
 def test_a_path_is_a_note_exactly_when_the_folder_import_reads_it(folder: Path):
     (folder / "linked").symlink_to(folder / "adr")
     (folder / "adr" / "sub").mkdir()

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from demarkus.errors import BadRequestError
 from demarkus.importer import document_path, parse_note
+from demarkus.markdown import parse_relations
 from demarkus.markdown.frontmatter import map_metadata, parse_frontmatter, split_frontmatter
 
 
@@ -78,6 +79,15 @@ def test_every_relation_alias_and_rel_key_as_string_or_list_resolves_relative_fi
         "rel-related": "/notes/dir/b.md, https://example.org/z",
         "rel-cites": "/top.md",
     }
+
+
+@given(st.text(alphabet=st.sampled_from("ab é,%_-"), min_size=1, max_size=12))
+def test_a_relation_to_a_file_whose_name_needs_escapes_names_that_file_when_read(stem: str):
+    name = stem.strip() or "x"
+    reference = name.replace("%", "%25").replace(" ", "%20").replace(",", "%2C") + ".md"
+    meta = note(f"---\ndepends-on: '{reference}'\n---\n# A\n", "/notes/dir/self.md")
+    relations, rejected = parse_relations(meta, "/notes/dir/self.md")
+    assert rejected == [] and [r.target for r in relations] == [f"/notes/dir/{name}.md"]
 
 
 def test_a_title_comes_from_the_frontmatter_else_the_first_h1_outside_code():

@@ -108,7 +108,7 @@ def test_a_note_parsed_with_wiki_links_and_a_site_has_both_made_local():
     note = parse_note(raw, "/kb/adr/a.md", links=(site, WIKI))
     assert dict(note.metadata) == {
         "title": "A",
-        "rel-related": "/kb/Segment log.md, /kb/people/ann.md",
+        "rel-related": "/kb/Segment%20log.md, /kb/people/ann.md",  # whitespace escaped in a rel- value
         "rel-superseded-by": "/kb/adr/Index.md",
     }
     assert note.body == b"# A\n\n[Segment log](<../Segment log.md>) and [b](b.md)\n"
@@ -122,3 +122,40 @@ def test_the_folder_names_are_read_once_and_again_after_forget():
     assert names.current().find("b", "x.md") is None  # read once
     names.forget()
     assert names.current().find("b", "x.md") == "b.md" and names.current().find("a", "x.md") is None
+
+
+def test_a_list_item_that_is_a_typed_wiki_link_declares_a_relation():
+    body = (
+        "# A\n\n## Relations\n"
+        "- implements [[Segment log]]\n"
+        "- depends_on [[people/ann|Ann]] (she owns it)\n"
+        "* Superseded By [[Replicated log#Failover]]\r\n"
+        "- relates to [[Index]]\n"
+        "- implements [[segment log.md]]\n"  # the same target again: once
+        "- [decision] uses [[Segment log]]\n"  # an observation, not a relation
+        "- implements [[Nowhere]]\n"
+        "- part_of [[Index]] and [[ann]]\n"
+        "- implements [[#Context]]\n"  # the note itself
+        "- café [[Index]]\n"
+        "- `implements [[Index]]`\n"
+        "```\n- implements [[Index]]\n```\n"
+        "    - implements [[ann]]\n"
+    )
+    assert WIKI.relations(body, "/kb/adr/a.md") == {
+        "implements": ["/kb/Segment log.md"],
+        "depends-on": ["/kb/people/ann.md"],
+        "superseded-by": ["/kb/adr/Replicated log.md#failover"],
+        "relates-to": ["/kb/adr/Index.md"],
+    }
+    assert "- implements [Segment log](<../Segment log.md>)\n" in local(body)  # the link is made as well
+
+
+def test_relations_in_the_body_join_those_of_the_frontmatter_each_once():
+    raw = b"---\ndepends-on: ../people/ann.md\n---\n# A\n\n- depends_on [[ann]]\n- depends_on [[Segment log]]\n- see [[ann]]\n"
+    note = parse_note(raw, "/kb/adr/a.md", links=(WIKI,))
+    assert note.metadata["rel-depends-on"] == "/kb/people/ann.md, /kb/Segment%20log.md"
+    assert note.metadata["rel-see"] == "/kb/people/ann.md"
+    assert (
+        "rel-depends-on"
+        not in parse_note(raw.replace(b"depends-on: ../people/ann.md\n", b"x: y\n"), "/kb/adr/a.md").metadata
+    )

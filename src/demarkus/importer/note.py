@@ -16,6 +16,7 @@ from typing import Protocol
 from ..errors import BadRequestError
 from ..markdown.frontmatter import first_heading, map_metadata, parse_frontmatter, split_frontmatter
 from ..markdown.links import resolve_target
+from ..markdown.relations import REL_PREFIX, written_reference
 from ..protocol import MAX_BODY, MAX_METADATA, validate_publisher_metadata
 from ..store.layout import check_segments
 
@@ -35,6 +36,10 @@ class LinkForm(Protocol):
 
     def document(self, reference: str, path: str) -> str | None:
         """The document path a relation written so names from `path`; None if not one."""
+        ...
+
+    def relations(self, body: str, path: str) -> Mapping[str, Sequence[str]]:
+        """The typed relations `body` declares in this form: predicate -> document paths."""
         ...
 
 
@@ -75,7 +80,7 @@ def parse_note(raw: bytes, path: str, extra: Mapping[str, str] | None = None, li
     """The note at document path `path` from the file's bytes; `extra` metadata (git's)
     is added after the frontmatter's. A note without a title takes its first H1. Links
     and relations in one of the `links` forms (a web address, a wiki link) name the note
-    in the store.
+    in the store, and the relations a form declares in the body join the frontmatter's.
 
     Raises:
         BadRequestError: not UTF-8, too large, bad frontmatter, no text, or metadata the
@@ -92,6 +97,11 @@ def parse_note(raw: bytes, path: str, extra: Mapping[str, str] | None = None, li
     metadata = map_metadata(fields, lambda reference: _resolve(path, reference, links))
     text = parts.body
     for form in links:
+        for predicate, targets in form.relations(text, path).items():
+            key = REL_PREFIX + predicate
+            held = metadata[key].split(", ") if key in metadata else []
+            written = (written_reference(target) for target in targets)
+            metadata[key] = ", ".join([*held, *(target for target in written if target not in held)])
         text = form.localize(text, path)
     body = text.encode("utf-8")
     if len(body) > MAX_BODY:
@@ -179,7 +189,7 @@ def _resolve(path: str, reference: str, links: Sequence[LinkForm] = ()) -> str:
     for form in links:
         local = form.document(reference, path)
         if local is not None:
-            return local
+            return written_reference(local)
     if reference.startswith(("/", "#")) or "://" in reference or any(ch.isspace() for ch in reference):
         return reference
     try:
@@ -188,4 +198,4 @@ def _resolve(path: str, reference: str, links: Sequence[LinkForm] = ()) -> str:
         return reference
     if target.external or target.authority is not None:
         return reference
-    return target.target + (f"#{target.fragment}" if target.fragment else "")
+    return written_reference(target.target + (f"#{target.fragment}" if target.fragment else ""))

@@ -116,6 +116,10 @@ class Sites:
         target, fragment = found
         return target + (f"#{fragment}" if fragment else "")
 
+    def relations(self, body: str, path: str) -> dict[str, list[str]]:
+        """None: a web address declares no relation in the body (`{}`)."""
+        return {}
+
     def relative(self, reference: str, path: str) -> str | None:
         """`reference` as a link relative to the document at `path`, when it names a note
         under one of the sites; None otherwise."""

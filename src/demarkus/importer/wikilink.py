@@ -18,7 +18,13 @@ first in path order. `#Heading` becomes the heading's anchor (its slug; of two h
 alike, the first), `#^block` is dropped (a block id is no anchor), `|alias` is the link's
 text, else the link as written. A name no note has, an embed (`![[...]]`), and anything
 in code or HTML stays as written. A relation written as a wiki link (`related: "[[Segment
-log]]"`, as Obsidian's properties hold links) names the document.
+log]]"`, as Obsidian's properties hold links) names the document, and so does a list item
+that is a typed link, as basic-memory writes relations in the body::
+
+    - depends_on [[Segment log]] (for the offsets)
+
+declares `rel-depends-on` to that note: the predicate is the words before the link, lower
+case, with `_` and spaces as `-`.
 """
 
 from __future__ import annotations
@@ -38,6 +44,12 @@ __all__ = ["FolderNames", "Names", "WikiLinks"]
 _WIKI = re.compile(r"(!?)\[\[([^\[\]\r\n]+)\]\](\(?)")
 """A wiki link: an embed's `!`, the text between the brackets, and a `(` right after
 (then the brackets are the text of a markdown link, `[[1]](url)`, not a wiki link)."""
+_RELATION = re.compile(
+    r" {0,3}[-*+][ \t]+([A-Za-z][A-Za-z0-9_ -]{0,63}?)[ \t]+\[\[([^\[\]\r\n]+)\]\](?:[ \t]+\([^()\r\n]*\))?[ \t]*\r?\n?"
+)
+"""A list item that is a typed link: `- <predicate words> [[name]]`, then an optional
+`(context)`; nothing else on the line."""
+_PREDICATE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _ESCAPE = re.compile(r"([\\\[\]])")
 _SPACED = re.compile(r"[\s()]")
 """Characters a link destination holds only between `<` and `>`."""
@@ -100,11 +112,32 @@ class WikiLinks:
         match = _WIKI.fullmatch(reference.strip())
         if match is None or match.group(1) or match.group(3):
             return None
-        found = self._target(match.group(2), path)
+        found = self._target(_split(match.group(2))[0], path)
         if found is None:
             return None
         target, anchor = found
         return (target or path) + (f"#{anchor}" if anchor else "")
+
+    def relations(self, body: str, path: str) -> dict[str, list[str]]:
+        """The typed relations `body` (of the document at `path`) declares as list items
+        `- <predicate> [[name]]`: predicate -> document paths, in order, each once. An item
+        outside code whose name a note of the folder has, other than the document itself."""
+        declared: dict[str, list[str]] = {}
+
+        def collect(line: str, spans: Spans) -> str:
+            match = _RELATION.fullmatch(line)
+            if match is None or in_spans(match.start(2), spans):
+                return line
+            predicate = "-".join(match.group(1).lower().replace("_", " ").replace("-", " ").split())
+            target = self.document(f"[[{match.group(2)}]]", path)
+            if _PREDICATE.fullmatch(predicate) and target is not None and target.partition("#")[0] != path:
+                targets = declared.setdefault(predicate, [])
+                if target not in targets:
+                    targets.append(target)
+            return line
+
+        rewrite_outside_code(body, lambda text: "[[" in text, collect)
+        return declared
 
     def localize(self, body: str, path: str) -> str:
         """`body` (of the document at `path`) with every wiki link to a note of the folder
@@ -115,7 +148,7 @@ class WikiLinks:
         def swap(match: re.Match[str]) -> str:
             if match.group(1) or match.group(3) or in_spans(match.start(), spans):
                 return match.group(0)
-            written, _, alias = match.group(2).replace("\\|", "|").partition("|")
+            written, alias = _split(match.group(2))
             found = self._target(written, path)
             if found is None:
                 return match.group(0)
@@ -147,3 +180,9 @@ class WikiLinks:
             return document_path(note, self.prefix), anchor
         except DemarkusError:
             return None
+
+
+def _split(inner: str) -> tuple[str, str]:
+    """(`name#heading`, alias) of a wiki link's text; `\\|` is the pipe of a link in a table."""
+    written, _, alias = inner.replace("\\|", "|").partition("|")
+    return written, alias

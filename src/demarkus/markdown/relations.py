@@ -10,8 +10,10 @@ sloppy document cannot fail a crawl or a load.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from urllib.parse import quote
 
 from ..errors import BadRequestError
 from ..protocol import SCHEME, parse_mark_url
@@ -28,6 +30,7 @@ __all__ = [
     "Relation",
     "RejectedRelation",
     "parse_relations",
+    "written_reference",
 ]
 
 REL_PREFIX = "rel-"
@@ -42,6 +45,18 @@ EXTERNAL_REFERENCE = "external reference"
 """An `http:`, `mailto:` ... reference: a relation links documents, not web pages."""
 INVALID_MARK_URL = "invalid mark URL"
 """A mark:// reference without a host or with a bad port."""
+
+
+_UNWRITABLE = re.compile(r"[\s,%]")
+"""What a reference in a `rel-*` value cannot hold as itself: whitespace (refused), a
+comma (it separates references) and `%` (it starts an escape)."""
+
+
+def written_reference(reference: str) -> str:
+    """`reference` (a document path, with its `#fragment`) as a `rel-*` value holds it:
+    whitespace, commas and `%` percent-escaped, which resolving decodes again
+    (`/notes/My note.md` is written `/notes/My%20note.md`)."""
+    return _UNWRITABLE.sub(lambda match: quote(match.group(), safe=""), reference)
 
 
 @dataclass(frozen=True, slots=True)
