@@ -415,7 +415,7 @@ def _plain_text(children: list[Token]) -> str:
         else _plain_text(t.children or [])
         if t.type == "image"
         else t.content
-        if t.type in ("text", "code_inline")
+        if t.type in ("text", "text_special", "code_inline")  # text_special: an escape, decoded
         else ""
         for t in children
     )
