@@ -1,11 +1,14 @@
 """`demarkus import` against `demarkus world load` of the same documents, in the same run.
 
-Two generated inputs, each imported into a fresh store and, as a frozen world with the
+Three generated inputs, each imported into a fresh store and, as a frozen world with the
 same bodies, metadata and version counts, loaded into another fresh store; both as CLI
 subprocesses, timed from outside:
 
 * a folder of N notes (default 10,000) with frontmatter (title, tags, relations as
   aliases and `rel-*` keys, relative paths) and relative links in the bodies;
+* the same folder written as a vault, its body links wiki links (`[[note-00042]]`, one
+  by path with a `|text`) and one a typed link (`- depends_on [[note-00042]]`), imported
+  with `--wikilinks`;
 * a git repository of F files (default 1,000) and C commits (default 10), each commit
   changing every file, imported with `--git` (F x C versions).
 
@@ -31,10 +34,12 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from demarkus.importer.history import GIT_KEYS
-from demarkus.importer.note import document_path, parse_note
+from demarkus.importer.note import LinkForm, document_path, parse_note
+from demarkus.importer.wikilink import Names, WikiLinks
 
 from . import common
 
@@ -49,8 +54,9 @@ WORDS = (
 ALIASES = ("supersedes", "depends-on", "implements", "derived-from", "related")
 
 
-def note_text(rng: random.Random, number: int, total: int, revision: int = 0) -> str:
-    """One note: frontmatter of every shape, two sections, relative links."""
+def note_text(rng: random.Random, number: int, total: int, revision: int = 0, wiki: bool = False) -> str:
+    """One note: frontmatter of every shape, two sections, relative links (or wiki links
+    and a typed link)."""
     folder = f"area-{number % 20:02d}"
     other = rng.randrange(total)
     third = rng.randrange(total)
@@ -67,8 +73,13 @@ def note_text(rng: random.Random, number: int, total: int, revision: int = 0) ->
         f"owner: team-{number % 7}\n"
         "---\n\n"
         f"# Note {number} ({folder}, revision {revision})\n\n{paragraphs}\n\n"
-        f"## Links\n\nSee [a neighbour](../area-{other % 20:02d}/note-{other:05d}.md) and "
-        f"[another](note-{third:05d}.md).\n"
+        + (
+            f"## Links\n\nSee [[area-{other % 20:02d}/note-{other:05d}|a neighbour]] and [[note-{third:05d}]].\n\n"
+            f"- depends_on [[note-{other:05d}]] (the neighbour)\n"
+            if wiki
+            else f"## Links\n\nSee [a neighbour](../area-{other % 20:02d}/note-{other:05d}.md) and "
+            f"[another](note-{third:05d}.md).\n"
+        )
     )
 
 
@@ -76,12 +87,12 @@ def relative_name(number: int) -> str:
     return f"area-{number % 20:02d}/note-{number:05d}.md"
 
 
-def make_folder(top: Path, notes: int, seed: int = 7) -> None:
+def make_folder(top: Path, notes: int, seed: int = 7, wiki: bool = False) -> None:
     rng = random.Random(seed)
     for number in range(notes):
         path = top / relative_name(number)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(note_text(rng, number, notes))
+        path.write_text(note_text(rng, number, notes, wiki=wiki))
 
 
 def make_repository(top: Path, files: int, commits: int, env: dict[str, str], seed: int = 11) -> list[dict[int, str]]:
@@ -131,12 +142,14 @@ def write_world(folder: Path, documents: list[tuple[str, dict[str, str], list[st
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=2))
 
 
-def world_of_texts(revisions: list[dict[int, str]]) -> list[tuple[str, dict[str, str], list[str]]]:
+def world_of_texts(
+    revisions: list[dict[int, str]], links: Sequence[LinkForm] = ()
+) -> list[tuple[str, dict[str, str], list[str]]]:
     """The documents the import makes of these texts: bodies per revision, final metadata."""
     out = []
     for number in sorted(revisions[-1]):
         path = document_path(relative_name(number), "/")
-        notes = [parse_note(snapshot[number].encode(), path) for snapshot in revisions]
+        notes = [parse_note(snapshot[number].encode(), path, links=links) for snapshot in revisions]
         metadata = {k: v for k, v in notes[-1].metadata.items() if k not in GIT_KEYS}
         out.append((path, metadata, [n.body.decode() for n in notes]))
     return out
@@ -227,6 +240,11 @@ def main() -> None:
         make_folder(folder, args.notes)
         texts = [{n: (folder / relative_name(n)).read_text() for n in range(args.notes)}]
         write_world(tmp / "notes-world", world_of_texts(texts))
+        vault = tmp / "vault"
+        make_folder(vault, args.notes, wiki=True)
+        wiki = WikiLinks(Names.of(relative_name(n) for n in range(args.notes)), "/")
+        vault_texts = [{n: (vault / relative_name(n)).read_text() for n in range(args.notes)}]
+        write_world(tmp / "vault-world", world_of_texts(vault_texts, (wiki,)))
         repo = tmp / "repo"
         revisions = make_repository(repo, args.files, args.commits, env)
         write_world(tmp / "repo-world", world_of_texts(revisions))
@@ -234,6 +252,7 @@ def main() -> None:
         common.wait_for_quiet(args.wait_quiet)
         rows = [
             compare("folder", folder, tmp / "notes-world", [], tmp, env, args.runs),
+            compare("wikilinks", vault, tmp / "vault-world", ["--wikilinks"], tmp, env, args.runs),
             compare("git", repo, tmp / "repo-world", ["--git"], tmp, env, args.runs),
         ]
     finally:

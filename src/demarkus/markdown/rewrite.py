@@ -7,6 +7,7 @@ code spans. Everything else, line endings included, comes back as it was.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 
@@ -31,15 +32,22 @@ def rewrite_outside_code(body: str, wanted: Callable[[str], bool], rewrite: Call
     is wanted."""
     if not wanted(body):
         return body
-    parsed = parse_body(body.encode("utf-8"), inline=False)
-    text_lines = {
-        line for token in parsed.tokens if token.type in _TEXT_BLOCKS and token.map for line in range(*token.map)
-    }
+    text_lines = _text_lines(body)
     lines = [line for line in _LINE.findall(body) if line]
     for number, line in enumerate(lines):
         if number not in text_lines and wanted(line):
             lines[number] = rewrite(line, [m.span() for m in _CODE_SPAN.finditer(line)])
     return "".join(lines)
+
+
+@functools.lru_cache(maxsize=4)
+def _text_lines(body: str) -> frozenset[int]:
+    """Numbers of the lines of code blocks and HTML blocks in `body`. Kept for the last few
+    bodies: an importer reads one body for its relations, then rewrites its links."""
+    parsed = parse_body(body.encode("utf-8"), inline=False)
+    return frozenset(
+        line for token in parsed.tokens if token.type in _TEXT_BLOCKS and token.map for line in range(*token.map)
+    )
 
 
 def in_spans(position: int, spans: Spans) -> bool:
