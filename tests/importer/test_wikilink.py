@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from demarkus.importer import parse_note
 from demarkus.importer.site import Site, Sites
@@ -159,3 +161,27 @@ def test_relations_in_the_body_join_those_of_the_frontmatter_each_once():
         "rel-depends-on"
         not in parse_note(raw.replace(b"depends-on: ../people/ann.md\n", b"x: y\n"), "/kb/adr/a.md").metadata
     )
+
+
+NAME_CHARS = st.sampled_from(list("abcXYZ é()[]<>,;'&!%_-.0\t"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.text(NAME_CHARS, min_size=1, max_size=10), min_size=1, max_size=4),
+    st.text(NAME_CHARS.filter(lambda ch: ch not in "[]|"), max_size=8),  # a wiki link's text holds no bracket
+)
+def test_every_wiki_link_made_a_link_leads_to_the_note_it_names(stems: list[str], alias: str):
+    files = sorted({f"dir {i}/{stem.strip()}.md" for i, stem in enumerate(stems) if stem.strip()})
+    wiki = WikiLinks(Names.of(files), "/kb")
+    for file in files:
+        written = file[: -len(".md")].split("/")[-1]
+        name = f"{written}|{alias}" if alias.strip() else written
+        body = f"# A\n\nSee [[{name}]] here.\n"
+        out = wiki.localize(body, "/kb/top/a.md")
+        links = extract_links(out.encode(), "/kb/top/a.md")
+        if out == body:  # left as written: only a name a link cannot carry
+            assert any(ch in name for ch in "[]<>\t") or not links
+            continue
+        assert out.startswith("# A\n\nSee [") and out.endswith(") here.\n")
+        assert [link.target for link in links] == [wiki.document(f"[[{written}]]", "/kb/top/a.md")]

@@ -51,6 +51,9 @@ _RELATION = re.compile(
 `(context)`; nothing else on the line."""
 _PREDICATE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _ESCAPE = re.compile(r"([\\\[\]])")
+_UNLINKABLE = re.compile(r"[<>\t\n\r\f\v]")
+"""Characters no link destination holds, even between `<` and `>`: such a link stays as
+written."""
 _SPACED = re.compile(r"[\s()]")
 """Characters a link destination holds only between `<` and `>`."""
 
@@ -155,7 +158,7 @@ class WikiLinks:
             target, anchor = found
             destination = posixpath.relpath(target, posixpath.dirname(path)) if target else ""
             destination += f"#{anchor}" if anchor else ""
-            if not destination or "<" in destination or ">" in destination:
+            if not destination or _UNLINKABLE.search(destination):
                 return match.group(0)
             if _SPACED.search(destination):
                 destination = f"<{destination}>"
