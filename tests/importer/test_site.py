@@ -32,7 +32,10 @@ def local(body: str, path: str = "/kb/design/a.md", sites: Sites = SITES) -> str
         (f"[page]({SITE}design/b)", f"[page]({SITE}design/b)"),
         (f"[issue]({SITE}design/b.md?plain=1)", f"[issue]({SITE}design/b.md?plain=1)"),
         (f"[up]({SITE}../other/b.md)", f"[up]({SITE}../other/b.md)"),
-        (f"[spaced]({SITE}design/my%20note.md)", f"[spaced]({SITE}design/my%20note.md)"),
+        (f"[spaced]({SITE}design/my%20note.md)", "[spaced](<my note.md>)"),
+        (f"[spaced](<{SITE}design/my%20note.md#x>)", "[spaced](<my note.md#x>)"),
+        (f"[paren]({SITE}design/a%281%29.md)", "[paren](<a(1).md>)"),
+        (f"[tab]({SITE}design/a%09b.md)", f"[tab]({SITE}design/a%09b.md)"),  # no destination holds a tab
         ("[other](https://github.com/org/other/blob/main/design/b.md)", None),
         (f"<{SITE}design/b.md>", None),  # an autolink needs its scheme
         (f"`[b]({SITE}design/b.md)`", None),  # a code span is text

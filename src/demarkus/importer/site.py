@@ -19,9 +19,9 @@ A page a site generator renders from a note (`b.html`, `b/`, `b`, and a folder's
 `index.md` or `README.md` as `index.html` or `folder/`) is matched only when the note it
 would be rendered from exists in the folder, since such an address may name anything
 else (an issue, an image, a listing). In both, the path is inside the folder (no `..`, no
-query; percent-escapes decoded; a name that would need a space or a bracket in the link
-is left as written). Links in code blocks, code spans and HTML blocks are text, and stay
-as written.
+query; percent-escapes decoded; a name with a space or a parenthesis is written between
+`<` and `>`, one no link can hold is left as written). Links in code blocks, code spans
+and HTML blocks are text, and stay as written.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from typing import NamedTuple
 from urllib.parse import unquote, urlsplit
 
 from ..errors import BadRequestError, DemarkusError
-from ..markdown.rewrite import Spans, in_spans, rewrite_outside_code
+from ..markdown.rewrite import Spans, destination, in_spans, rewrite_outside_code
 from .note import document_path
 
 __all__ = ["Site", "Sites", "parse_site", "rendered_from"]
@@ -43,8 +43,6 @@ _INLINE = re.compile(r"(\]\(\s*<?)([^\s)<>]+)")
 """An inline link's destination, after `](` (and an optional `<`)."""
 _DEFINITION = re.compile(r"^( {0,3}\[[^\]]+\]:[ \t]*<?)([^\s<>]+)")
 """A link reference definition's destination: `[label]: https://...`."""
-_UNSAFE = re.compile(r"[\s()<>]")
-"""Characters a bare link destination cannot hold: such a link is left as written."""
 
 
 class Site(NamedTuple):
@@ -127,8 +125,7 @@ class Sites:
         if found is None:
             return None
         target, fragment = found
-        link = posixpath.relpath(target, posixpath.dirname(path)) + (f"#{fragment}" if fragment else "")
-        return None if _UNSAFE.search(link) else link
+        return posixpath.relpath(target, posixpath.dirname(path)) + (f"#{fragment}" if fragment else "")
 
     def _target(self, reference: str) -> tuple[str, str] | None:
         """(document path, fragment) of the note `reference` names under one of the sites."""
@@ -170,7 +167,8 @@ class Sites:
             if in_spans(match.start(), spans):
                 return match.group(0)
             local = self.relative(match.group(2), path)
-            return match.group(0) if local is None else match.group(1) + local
+            written = None if local is None else destination(local, bracketed=match.group(1).endswith("<"))
+            return match.group(0) if written is None else match.group(1) + written
 
         # a definition's destination opens its line, and what follows it is its title
         if _DEFINITION.match(line):

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from ..errors import DemarkusError
-from ..markdown.rewrite import Spans, in_spans, rewrite_outside_code
+from ..markdown.rewrite import Spans, destination, in_spans, rewrite_outside_code
 from ..markdown.sections import slugify
 from .note import document_path
 
@@ -51,11 +51,6 @@ _RELATION = re.compile(
 `(context)`; nothing else on the line."""
 _PREDICATE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _ESCAPE = re.compile(r"([\\\[\]])")
-_UNLINKABLE = re.compile(r"[<>\t\n\r\f\v]")
-"""Characters no link destination holds, even between `<` and `>`: such a link stays as
-written."""
-_SPACED = re.compile(r"[\s()]")
-"""Characters a link destination holds only between `<` and `>`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,14 +151,12 @@ class WikiLinks:
             if found is None:
                 return match.group(0)
             target, anchor = found
-            destination = posixpath.relpath(target, posixpath.dirname(path)) if target else ""
-            destination += f"#{anchor}" if anchor else ""
-            if not destination or _UNLINKABLE.search(destination):
+            link = posixpath.relpath(target, posixpath.dirname(path)) if target else ""
+            written_link = destination(link + (f"#{anchor}" if anchor else ""))
+            if written_link is None:
                 return match.group(0)
-            if _SPACED.search(destination):
-                destination = f"<{destination}>"
             text = _ESCAPE.sub(r"\\\1", (alias or written).strip())
-            return f"[{text}]({destination})"
+            return f"[{text}]({written_link})"
 
         return _WIKI.sub(swap, line)
 

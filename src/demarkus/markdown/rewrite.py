@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from .sections import parse_body
 
-__all__ = ["Spans", "in_spans", "rewrite_outside_code"]
+__all__ = ["Spans", "destination", "in_spans", "rewrite_outside_code"]
 
 Spans = list[tuple[int, int]]
 """Character ranges of a line's code spans: a match starting inside one is text."""
@@ -24,6 +24,10 @@ _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
 _CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
 _TEXT_BLOCKS = frozenset({"fence", "code_block", "html_block"})
 """Blocks whose lines are text, not markdown: a link there is not a link."""
+_UNLINKABLE = re.compile(r"[<>\t\n\r\f\v]")
+"""Characters no link destination holds, even between `<` and `>`."""
+_SPACED = re.compile(r"[ ()]")
+"""Characters a link destination holds only between `<` and `>`."""
 
 
 def rewrite_outside_code(body: str, wanted: Callable[[str], bool], rewrite: Callable[[str, Spans], str]) -> str:
@@ -53,3 +57,12 @@ def _text_lines(body: str) -> frozenset[int]:
 def in_spans(position: int, spans: Spans) -> bool:
     """Whether `position` of a line lies inside one of its code spans."""
     return any(start <= position < end for start, end in spans)
+
+
+def destination(link: str, *, bracketed: bool = False) -> str | None:
+    """`link` as a markdown link destination: between `<` and `>` when it holds a space or
+    a parenthesis (unless it already stands between them, `bracketed`); None when no
+    destination can hold it (a tab, a line break, `<` or `>`)."""
+    if not link or _UNLINKABLE.search(link):
+        return None
+    return f"<{link}>" if _SPACED.search(link) and not bracketed else link
