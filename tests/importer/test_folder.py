@@ -234,12 +234,14 @@ def test_a_vault_joined_by_wiki_links_gets_its_edges_and_the_hop_follows_its_typ
     (vault / "design" / "Search ranking.md").write_text(
         "# Search ranking\n\nThe ranking scores sections with BM25 over their words.\n\n"
         "## Scores\n\nBM25 scores rank the sections, best first.\n\n"
-        "## Relations\n- depends_on [[Index layout]] (the rows it ranks)\n- relates_to [[Glossary]]\n"
+        "## Relations\n- depends_on [[Index layout]] (the rows it ranks)\n- relates_to [[terms]]\n"
     )
     (vault / "Index layout.md").write_text(
         "# Index layout\n\nEach heading starts one row; sections are keyed by anchor.\n"
     )
-    (vault / "Glossary.md").write_text("# Glossary\n\nSee [[Search ranking#Relations|the relations]].\n")
+    (vault / "Glossary.md").write_text(
+        "---\naliases: [Terms]\n---\n# Glossary\n\nSee [[Search ranking#Relations|the relations]].\n"
+    )
     root = tmp_path / "store"
     run(vault, root, wikilinks=True)
     page, backlinks = asyncio.run(
@@ -254,6 +256,7 @@ def test_a_vault_joined_by_wiki_links_gets_its_edges_and_the_hop_follows_its_typ
     assert "| /kb/Index layout.md" not in page  # not a row: the typed link leads to it
     assert ">>> /kb/Index layout.md/v1#index-layout (via /kb/design/Search ranking.md/v1 depends-on)\n" in page
     assert "- depends_on [Index layout](<../Index layout.md>) (the rows it ranks)\n" in page
+    assert ">>> rel: /kb/design/Search ranking.md/v1 relates-to /kb/Glossary.md\n" in page  # by its alias
     assert f"{AUTHORITY}/kb/Glossary.md" in backlinks
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from demarkus.importer import parse_note
+from demarkus.importer.note import NoteAliases
 from demarkus.importer.site import Site, Sites
 from demarkus.importer.wikilink import FolderNames, Names, WikiLinks
 from demarkus.markdown import extract_links
@@ -185,3 +188,47 @@ def test_every_wiki_link_made_a_link_leads_to_the_note_it_names(stems: list[str]
             continue
         assert out.startswith("# A\n\nSee [") and out.endswith(") here.\n")
         assert [link.target for link in links] == [wiki.document(f"[[{written}]]", "/kb/top/a.md")]
+
+
+def test_a_note_is_named_by_its_aliases_when_no_file_is_so_named():
+    names = Names.of(
+        ["adr/Segment log.md", "Log.md", "team/ann.md", "people/ann.md"],
+        {"adr/Segment log.md": ["SL", "log", "a/b"], "team/ann.md": ["Lead"], "people/ann.md": ["lead"]},
+    )
+    assert names.find("sl", "x.md") == "adr/Segment log.md"
+    assert names.find("Log", "adr/x.md") == "Log.md"  # a file so named wins over an alias
+    assert names.find("a/b", "x.md") is None  # an alias is a name, not a path
+    assert names.find("LEAD", "people/x.md") == "people/ann.md" and names.find("lead", "x.md") == "people/ann.md"
+
+
+def test_folder_names_read_each_notes_aliases(tmp_path: Path):
+    (tmp_path / "adr").mkdir()
+    (tmp_path / "adr" / "Segment log.md").write_text("---\naliases: [SL, Segment]\n---\n# Segment log\n")
+    (tmp_path / "glossary.md").write_text("---\nalias: terms, words\n---\n# Glossary\n")
+    (tmp_path / "broken.md").write_text("---\naliases: [unclosed\n---\n# Broken\n")
+    (tmp_path / "plain.md").write_text("# Plain\n")
+    aliases = NoteAliases(tmp_path)
+    names = FolderNames(lambda: ["adr/Segment log.md", "glossary.md", "broken.md", "plain.md", "gone.md"], aliases)
+    found = names.current()
+    assert [found.find(name, "x.md") for name in ("sl", "segment", "Terms", "words", "unclosed")] == [
+        "adr/Segment log.md",
+        "adr/Segment log.md",
+        "glossary.md",
+        "glossary.md",
+        None,
+    ]
+    assert aliases("plain.md") == () and aliases("gone.md") == ()
+
+
+def test_aliases_are_read_again_only_when_the_file_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    import demarkus.importer.note as note_module
+
+    note = tmp_path / "a.md"
+    note.write_text("---\naliases: [one]\n---\n# A\n")
+    reads: list[Path] = []
+    real = note_module._aliases
+    monkeypatch.setattr(note_module, "_aliases", lambda file: reads.append(file) or real(file))
+    aliases = NoteAliases(tmp_path)
+    assert aliases("a.md") == ("one",) and aliases("a.md") == ("one",) and len(reads) == 1
+    note.write_text("---\naliases: [one, two]\n---\n# A\n")
+    assert aliases("a.md") == ("one", "two") and len(reads) == 2

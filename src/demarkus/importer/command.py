@@ -21,6 +21,7 @@ from ..service import Service
 from .apply import Source, Target
 from .folder import Summary, scan_folder
 from .history import GitHistory, find_repository
+from .note import NoteAliases
 from .site import Site
 from .sync import FolderSync
 from .wikilink import FolderNames
@@ -220,8 +221,8 @@ def docs_sync(
 
 
 def _names(folder: Path, wikilinks: bool) -> FolderNames | None:
-    """The folder's note names for its wiki links (None: they stay as written)."""
-    return FolderNames(lambda: scan_folder(folder).files) if wikilinks else None
+    """The folder's note names and aliases for its wiki links (None: they stay as written)."""
+    return FolderNames(lambda: scan_folder(folder).files, NoteAliases(folder)) if wikilinks else None
 
 
 async def following(sync: FolderSync, work: Awaitable[None], report: Callable[[str], None]) -> None:

@@ -20,7 +20,17 @@ from ..markdown.relations import REL_PREFIX, written_reference
 from ..protocol import MAX_BODY, MAX_METADATA, validate_publisher_metadata
 from ..store.layout import check_segments
 
-__all__ = ["MAX_FILE", "LinkForm", "Note", "document_path", "is_note", "parse_note", "read_note", "shown"]
+__all__ = [
+    "MAX_FILE",
+    "LinkForm",
+    "Note",
+    "NoteAliases",
+    "document_path",
+    "is_note",
+    "parse_note",
+    "read_note",
+    "shown",
+]
 
 MAX_FILE = MAX_BODY + MAX_METADATA
 """Bytes read from one file at most: a body at the limit plus a frontmatter block."""
@@ -150,6 +160,50 @@ def is_note(folder: Path, relative: str) -> bool:
         if stat.S_ISLNK(mode):
             return False
     return stat.S_ISREG(mode)
+
+
+ALIAS_KEYS = ("aliases", "alias")
+"""Frontmatter keys that give a note other names (Obsidian's), a list or a comma string."""
+
+
+class NoteAliases:
+    """The aliases each note of a folder gives itself in its frontmatter, read again only
+    when the file's size or modification time changed (a watcher asks after every batch).
+    A note that cannot be read or parsed has none: its import reports why."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._seen: dict[str, tuple[int, int, tuple[str, ...]]] = {}
+
+    def __call__(self, relative: str) -> tuple[str, ...]:
+        try:
+            st = os.stat(self.folder / relative, follow_symlinks=False)
+        except OSError:
+            return ()
+        known = self._seen.get(relative)
+        if known is not None and known[:2] == (st.st_mtime_ns, st.st_size):
+            return known[2]
+        aliases = _aliases(self.folder / relative)
+        self._seen[relative] = (st.st_mtime_ns, st.st_size, aliases)
+        return aliases
+
+
+def _aliases(file: Path) -> tuple[str, ...]:
+    try:
+        parts = split_frontmatter(read_file(file).decode("utf-8"))
+        if parts.block is None or "alias" not in parts.block:  # most notes have none: no YAML to read
+            return ()
+        fields = parse_frontmatter(parts.block)
+    except (BadRequestError, UnicodeDecodeError):
+        return ()
+    found: list[str] = []
+    for key in ALIAS_KEYS:
+        value = fields.get(key)
+        if isinstance(value, str):
+            value = value.split(",")
+        if isinstance(value, list):
+            found.extend(item.strip() for item in value if isinstance(item, str) and item.strip())
+    return tuple(dict.fromkeys(found))
 
 
 def read_file(file: Path) -> bytes:

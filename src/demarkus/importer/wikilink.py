@@ -12,8 +12,8 @@ relative to the note that holds it::
     After [Segment log](<Segment log.md>) came [failover](<adr/Replicated log.md#failover>).
 
 A name is matched as those editors match it: without `.md`, ignoring case, against a
-note's file name, or against the end of its path when it holds a `/`; of several notes so
-named, the one in the linking note's folder, else the one with the shortest path, else the
+note's file name, or against the end of its path when it holds a `/`, else against the
+aliases a note's frontmatter gives it; of several notes so named, the one in the linking note's folder, else the one with the shortest path, else the
 first in path order. `#Heading` becomes the heading's anchor (its slug; of two headings
 alike, the first), `#^block` is dropped (a block id is no anchor), `|alias` is the link's
 text, else the link as written. A name no note has, an embed (`![[...]]`), and anything
@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from ..errors import DemarkusError
 from ..markdown.rewrite import Spans, destination, in_spans, rewrite_outside_code
@@ -57,40 +57,59 @@ _ESCAPE = re.compile(r"([\\\[\]])")
 class Names:
     """The folder's notes (relative `/`-separated paths ending in `.md`) by every name a
     wiki link may give them: the end of their path without `.md`, lower-cased, from the
-    file name alone to the whole path; each name's notes best first."""
+    file name alone to the whole path, and (when no file is so named) an alias its
+    frontmatter gives it; each name's notes best first."""
 
     notes: Mapping[str, tuple[str, ...]]
+    aliased: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, files: Iterable[str]) -> Names:
+    def of(cls, files: Iterable[str], aliases: Mapping[str, Sequence[str]] | None = None) -> Names:
         named: dict[str, list[str]] = {}
+        aliased: dict[str, list[str]] = {}
         for file in sorted(files, key=lambda file: (file.count("/"), file)):  # shortest path first
             parts = file[: -len(".md")].lower().split("/")
             for start in range(len(parts)):
                 named.setdefault("/".join(parts[start:]), []).append(file)
-        return cls({name: tuple(files) for name, files in named.items()})
+            for alias in (aliases or {}).get(file, ()):
+                key = _key(alias)
+                if key and "/" not in key and file not in aliased.get(key, ()):
+                    aliased.setdefault(key, []).append(file)
+        return cls(
+            {name: tuple(files) for name, files in named.items()},
+            {name: tuple(files) for name, files in aliased.items()},
+        )
 
     def find(self, name: str, near: str) -> str | None:
         """The note `name` names, seen from the note at `near` (both relative to the folder)."""
-        key = name.strip().strip("/").lower().removesuffix(".md")
-        found = self.notes.get(key, ())
+        key = _key(name)
+        found = self.notes.get(key) or self.aliased.get(key, ())
         if not found:
             return None
         here = posixpath.dirname(near)
         return next((note for note in found if posixpath.dirname(note) == here), found[0])
 
 
-class FolderNames:
-    """A folder's `Names`, read from its list of notes when first asked for and again after
-    `forget` (a watcher forgets them when files come and go)."""
+def _key(name: str) -> str:
+    return name.strip().strip("/").lower().removesuffix(".md")
 
-    def __init__(self, list_notes: Callable[[], Iterable[str]]) -> None:
+
+class FolderNames:
+    """A folder's `Names`, read from its list of notes (and each note's aliases) when first
+    asked for and again after `forget` (a watcher forgets them when files come and go)."""
+
+    def __init__(
+        self, list_notes: Callable[[], Iterable[str]], aliases_of: Callable[[str], Sequence[str]] | None = None
+    ) -> None:
         self._list_notes = list_notes
+        self._aliases_of = aliases_of
         self._names: Names | None = None
 
     def current(self) -> Names:
         if self._names is None:
-            self._names = Names.of(self._list_notes())
+            files = list(self._list_notes())
+            aliases = {file: self._aliases_of(file) for file in files} if self._aliases_of else None
+            self._names = Names.of(files, aliases)
         return self._names
 
     def forget(self) -> None:
