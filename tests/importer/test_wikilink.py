@@ -217,7 +217,7 @@ def test_folder_names_read_each_notes_aliases(tmp_path: Path):
         "glossary.md",
         None,
     ]
-    assert aliases("plain.md") == () and aliases("gone.md") == ()
+    assert aliases(["plain.md", "gone.md"]) == {"plain.md": ()}
 
 
 def test_aliases_are_read_again_only_when_the_file_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
@@ -229,6 +229,7 @@ def test_aliases_are_read_again_only_when_the_file_changed(tmp_path: Path, monke
     real = note_module._aliases
     monkeypatch.setattr(note_module, "_aliases", lambda file: reads.append(file) or real(file))
     aliases = NoteAliases(tmp_path)
-    assert aliases("a.md") == ("one",) and aliases("a.md") == ("one",) and len(reads) == 1
+    assert aliases(["a.md"]) == {"a.md": ("one",)} == aliases(["a.md"]) and len(reads) == 1
     note.write_text("---\naliases: [one, two]\n---\n# A\n")
-    assert aliases("a.md") == ("one", "two") and len(reads) == 2
+    assert aliases(["a.md"]) == {"a.md": ("one", "two")} and len(reads) == 2
+    assert aliases([]) == {} and aliases(["a.md"]) == {"a.md": ("one", "two")} and len(reads) == 3  # kept no longer

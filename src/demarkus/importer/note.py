@@ -168,24 +168,27 @@ ALIAS_KEYS = ("aliases", "alias")
 
 class NoteAliases:
     """The aliases each note of a folder gives itself in its frontmatter, read again only
-    when the file's size or modification time changed (a watcher asks after every batch).
-    A note that cannot be read or parsed has none: its import reports why."""
+    when the file's size or modification time changed (a watcher asks after every batch);
+    what it keeps is for the notes of the last listing only. A note that cannot be read or
+    parsed has none: its import reports why."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self._seen: dict[str, tuple[int, int, tuple[str, ...]]] = {}
 
-    def __call__(self, relative: str) -> tuple[str, ...]:
-        try:
-            st = os.stat(self.folder / relative, follow_symlinks=False)
-        except OSError:
-            return ()
-        known = self._seen.get(relative)
-        if known is not None and known[:2] == (st.st_mtime_ns, st.st_size):
-            return known[2]
-        aliases = _aliases(self.folder / relative)
-        self._seen[relative] = (st.st_mtime_ns, st.st_size, aliases)
-        return aliases
+    def __call__(self, files: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """Each of `files` (paths in the folder) with its aliases."""
+        seen, self._seen = self._seen, {}
+        for relative in files:
+            try:
+                st = os.stat(self.folder / relative, follow_symlinks=False)
+            except OSError:
+                continue
+            known = seen.get(relative)
+            if known is None or known[:2] != (st.st_mtime_ns, st.st_size):
+                known = (st.st_mtime_ns, st.st_size, _aliases(self.folder / relative))
+            self._seen[relative] = known
+        return {relative: known[2] for relative, known in self._seen.items()}
 
 
 def _aliases(file: Path) -> tuple[str, ...]:

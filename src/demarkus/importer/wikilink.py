@@ -99,7 +99,9 @@ class FolderNames:
     asked for and again after `forget` (a watcher forgets them when files come and go)."""
 
     def __init__(
-        self, list_notes: Callable[[], Iterable[str]], aliases_of: Callable[[str], Sequence[str]] | None = None
+        self,
+        list_notes: Callable[[], Iterable[str]],
+        aliases_of: Callable[[Sequence[str]], Mapping[str, Sequence[str]]] | None = None,
     ) -> None:
         self._list_notes = list_notes
         self._aliases_of = aliases_of
@@ -108,8 +110,7 @@ class FolderNames:
     def current(self) -> Names:
         if self._names is None:
             files = list(self._list_notes())
-            aliases = {file: self._aliases_of(file) for file in files} if self._aliases_of else None
-            self._names = Names.of(files, aliases)
+            self._names = Names.of(files, self._aliases_of(files) if self._aliases_of else None)
         return self._names
 
     def forget(self) -> None:
