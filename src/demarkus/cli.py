@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import unquote
 
 import click
 from click.decorators import FC
@@ -129,8 +130,10 @@ def with_target(func: Callable[..., Any]) -> Callable[..., Any]:
 async def _open(
     target: str, root: Path | None, token: str | None, ca: Path | None, insecure: bool, writes: bool = False
 ) -> AsyncIterator[tuple[Backend, str]]:
-    """Yield (backend, path) for a URL or a bare path in a local store; only a command that
-    `writes` claims the store (a read works beside the process that serves it)."""
+    """Yield (backend, path) for a URL or a bare path in a local store, its percent-escapes
+    decoded as the MCP tools decode them (a listing links `My note.md` as `My%20note.md`);
+    only a command that `writes` claims the store (a read works beside the process that
+    serves it)."""
     if root is not None:
         if target.startswith("mark://"):
             raise BadRequestError("give a bare path like /docs/a.md with --root, not a mark:// URL")
@@ -138,7 +141,7 @@ async def _open(
             raise BadRequestError(f"--root {root} is not a directory")
         service = Service.open(root, trusted=True, writable=writes)
         try:
-            yield service, target
+            yield service, unquote(target)
         finally:
             service.close()
         return
@@ -148,7 +151,7 @@ async def _open(
 
     url = parse_mark_url(target)
     async with Client(url.authority, token=token, ca=ca, insecure=insecure, dial_host=url.host) as client:
-        yield client, url.path
+        yield client, unquote(url.path)
 
 
 def _emit(response: Response, *, show_meta: bool = False) -> None:

@@ -45,6 +45,7 @@ def test_publish_fetch_list_versions_lookup_append_archive_through_the_cli(serve
     assert "status: created" in published.stdout and "version: 1" in published.stdout
     fetched = cli("fetch", f"{url}/docs/a.md", env=env)
     assert fetched.returncode == 0 and fetched.stdout == "# Alpha\n\nHello.\n"
+    assert cli("fetch", f"{url}/docs/%61.md", env=env).stdout == fetched.stdout  # read as a link: decoded
     meta = cli("fetch", f"{url}/docs/a.md", "--meta", env=env)
     assert "title: Alpha" in meta.stdout
     listed = cli("list", f"{url}/docs", env=env)
@@ -126,6 +127,9 @@ def test_embedded_root_works_without_a_network(tmp_path: Path):
     root.mkdir()
     assert cli("publish", "/n.md", "-", "--root", str(root), stdin="# Note\n").returncode == 0
     assert cli("fetch", "/n.md", "--root", str(root)).stdout == "# Note\n"
+    assert cli("publish", "/my%20note.md", "-", "--root", str(root), stdin="# Mine\n").returncode == 0
+    assert cli("fetch", "/my note.md", "--root", str(root)).stdout == "# Mine\n"
+    assert "[my note.md](my%20note.md)" in cli("list", "/", "--root", str(root)).stdout
 
 
 def test_world_load_publishes_every_version_and_refuses_a_tampered_world(tmp_path: Path):
