@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from demarkus.errors import BadRequestError
 from demarkus.importer import parse_note
@@ -86,8 +90,8 @@ def test_without_sites_or_their_links_the_body_is_returned_as_it_is():
 
 
 def test_the_document_a_reference_names_keeps_the_prefix_and_fragment():
-    assert SITES.document(f"{SITE}design/b.md#goals") == "/kb/design/b.md#goals"
-    assert Sites((Site(SITE),), "/").document(f"{SITE}b.md") == "/b.md"
+    assert SITES.document(f"{SITE}design/b.md#goals") == ("/kb/design/b.md", "goals")
+    assert Sites((Site(SITE),), "/").document(f"{SITE}b.md") == ("/b.md", "")
     assert SITES.document(f"{SITE}design/b") is None
     assert SITES.document(f"{SITE}.hidden/b.md") is None  # not a document path
     assert SITES.document("https://example.org/b.md") is None
@@ -155,7 +159,7 @@ def test_a_site_folder_outside_the_imported_one_is_refused(text: str):
 
 def test_a_site_of_a_folder_inside_names_the_notes_there():
     sites = Sites((parse_site("https://golang.org/design/=design"), Site(SITE)), "/")
-    assert sites.document("https://golang.org/design/b.md") == "/design/b.md"
+    assert sites.document("https://golang.org/design/b.md") == ("/design/b.md", "")
     assert local(f"[b](https://golang.org/design/b.md#x) [c]({SITE}c.md)", "/design/a.md", sites) == (
         "[b](b.md#x) [c](../c.md)"
     )
@@ -203,3 +207,16 @@ def test_a_page_rendered_from_a_note_of_the_folder_names_the_note(written: str, 
     out = local(f"[x]({written})", "/kb/design/a.md", RENDERED)
     assert out == f"[x]({expected or written})"
     assert (RENDERED.document(written) is None) is (expected is None)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(st.sampled_from(list("abcXYZ é()<>,;'&!%?_-.0\t`*#")), min_size=1, max_size=12))
+def test_every_link_by_the_sites_address_made_local_leads_to_the_note_it_names(name: str):
+    url = f"{SITE}design/{quote(name.strip() or 'x')}.md"
+    body = f"# A\n\nSee [it]({url}) here.\n"
+    out = local(body)
+    links = extract_links(out.encode(), "/kb/design/a.md")
+    if out == body:  # left as written: a name no link can hold, or no document path
+        return
+    assert out.startswith("# A\n\nSee [it](") and out.endswith(") here.\n")
+    assert [(link.target, link.fragment) for link in links] == [SITES.document(url)]

@@ -44,12 +44,13 @@ class LinkForm(Protocol):
         """`body` of the document at `path` with such links made links to the notes."""
         ...
 
-    def document(self, reference: str, path: str) -> str | None:
-        """The document path a relation written so names from `path`; None if not one."""
+    def document(self, reference: str, path: str) -> tuple[str, str] | None:
+        """(document path, fragment) a relation written so names from `path`; None if not one."""
         ...
 
-    def relations(self, body: str, path: str) -> Mapping[str, Sequence[str]]:
-        """The typed relations `body` declares in this form: predicate -> document paths."""
+    def relations(self, body: str, path: str) -> Mapping[str, Sequence[tuple[str, str]]]:
+        """The typed relations `body` declares in this form: predicate -> (document path,
+        fragment) of each target."""
         ...
 
 
@@ -110,7 +111,7 @@ def parse_note(raw: bytes, path: str, extra: Mapping[str, str] | None = None, li
         for predicate, targets in form.relations(text, path).items():
             key = REL_PREFIX + predicate
             held = metadata[key].split(", ") if key in metadata else []
-            written = (written_reference(target) for target in targets)
+            written = (written_reference(*target) for target in targets)
             metadata[key] = ", ".join([*held, *(target for target in written if target not in held)])
         text = form.localize(text, path)
     body = text.encode("utf-8")
@@ -246,7 +247,7 @@ def _resolve(path: str, reference: str, links: Sequence[LinkForm] = ()) -> str:
     for form in links:
         local = form.document(reference, path)
         if local is not None:
-            return written_reference(local)
+            return written_reference(*local)
     if reference.startswith(("/", "#")) or "://" in reference or any(ch.isspace() for ch in reference):
         return reference
     try:
@@ -255,4 +256,4 @@ def _resolve(path: str, reference: str, links: Sequence[LinkForm] = ()) -> str:
         return reference
     if target.external or target.authority is not None:
         return reference
-    return written_reference(target.target + (f"#{target.fragment}" if target.fragment else ""))
+    return written_reference(target.target, target.fragment)

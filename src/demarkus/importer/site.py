@@ -105,27 +105,23 @@ class Sites:
     prefix: str = "/"
     is_note: Callable[[str], bool] | None = None
 
-    def document(self, reference: str, path: str = "") -> str | None:
-        """The document path (with its `#fragment`) that `reference` names under one of
-        the sites, or None when it names none (wherever it is written: `path` is unused)."""
-        found = self._target(reference)
-        if found is None:
-            return None
-        target, fragment = found
-        return target + (f"#{fragment}" if fragment else "")
+    def document(self, reference: str, path: str = "") -> tuple[str, str] | None:
+        """(document path, fragment) that `reference` names under one of the sites, or
+        None when it names none (wherever it is written: `path` is unused)."""
+        return self._target(reference)
 
-    def relations(self, body: str, path: str) -> dict[str, list[str]]:
+    def relations(self, body: str, path: str) -> dict[str, list[tuple[str, str]]]:
         """None: a web address declares no relation in the body (`{}`)."""
         return {}
 
-    def relative(self, reference: str, path: str) -> str | None:
-        """`reference` as a link relative to the document at `path`, when it names a note
-        under one of the sites; None otherwise."""
+    def relative(self, reference: str, path: str) -> tuple[str, str] | None:
+        """(path relative to the document at `path`, fragment) of the note `reference`
+        names under one of the sites; None when it names none."""
         found = self._target(reference)
         if found is None:
             return None
         target, fragment = found
-        return posixpath.relpath(target, posixpath.dirname(path)) + (f"#{fragment}" if fragment else "")
+        return posixpath.relpath(target, posixpath.dirname(path)), fragment
 
     def _target(self, reference: str) -> tuple[str, str] | None:
         """(document path, fragment) of the note `reference` names under one of the sites."""
@@ -167,7 +163,7 @@ class Sites:
             if in_spans(match.start(), spans):
                 return match.group(0)
             local = self.relative(match.group(2), path)
-            written = None if local is None else destination(local, bracketed=match.group(1).endswith("<"))
+            written = None if local is None else destination(*local, bracketed=match.group(1).endswith("<"))
             return match.group(0) if written is None else match.group(1) + written
 
         # a definition's destination opens its line, and what follows it is its title

@@ -50,7 +50,9 @@ _RELATION = re.compile(
 """A list item that is a typed link: `- <predicate words> [[name]]`, then an optional
 `(context)`; nothing else on the line."""
 _PREDICATE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
-_ESCAPE = re.compile(r"([\\\[\]])")
+_ESCAPE = re.compile(r"([\\\[\]<>`])")
+"""What a link's text escapes: its brackets, and what could open a code span or raw HTML
+across the `](` that closes it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,9 +126,9 @@ class WikiLinks:
     names: Names
     prefix: str = "/"
 
-    def document(self, reference: str, path: str) -> str | None:
-        """The document path (with its anchor) named by `reference` when it is one wiki
-        link, `[[name]]`, seen from the document at `path`; None otherwise."""
+    def document(self, reference: str, path: str) -> tuple[str, str] | None:
+        """(document path, anchor) named by `reference` when it is one wiki link,
+        `[[name]]`, seen from the document at `path`; None otherwise."""
         match = _WIKI.fullmatch(reference.strip())
         if match is None or match.group(1) or match.group(3):
             return None
@@ -134,13 +136,14 @@ class WikiLinks:
         if found is None:
             return None
         target, anchor = found
-        return (target or path) + (f"#{anchor}" if anchor else "")
+        return target or path, anchor
 
-    def relations(self, body: str, path: str) -> dict[str, list[str]]:
+    def relations(self, body: str, path: str) -> dict[str, list[tuple[str, str]]]:
         """The typed relations `body` (of the document at `path`) declares as list items
-        `- <predicate> [[name]]`: predicate -> document paths, in order, each once. An item
-        outside code whose name a note of the folder has, other than the document itself."""
-        declared: dict[str, list[str]] = {}
+        `- <predicate> [[name]]`: predicate -> (document path, anchor) of each target, in
+        order, each once. An item outside code whose name a note of the folder has, other
+        than the document itself."""
+        declared: dict[str, list[tuple[str, str]]] = {}
 
         def collect(line: str, spans: Spans) -> str:
             match = _RELATION.fullmatch(line)
@@ -148,7 +151,7 @@ class WikiLinks:
                 return line
             predicate = "-".join(match.group(1).lower().replace("_", " ").replace("-", " ").split())
             target = self.document(f"[[{match.group(2)}]]", path)
-            if _PREDICATE.fullmatch(predicate) and target is not None and target.partition("#")[0] != path:
+            if _PREDICATE.fullmatch(predicate) and target is not None and target[0] != path:
                 targets = declared.setdefault(predicate, [])
                 if target not in targets:
                     targets.append(target)
@@ -172,7 +175,7 @@ class WikiLinks:
                 return match.group(0)
             target, anchor = found
             link = posixpath.relpath(target, posixpath.dirname(path)) if target else ""
-            written_link = destination(link + (f"#{anchor}" if anchor else ""))
+            written_link = destination(link, anchor)
             if written_link is None:
                 return match.group(0)
             text = _ESCAPE.sub(r"\\\1", (alias or written).strip())

@@ -47,16 +47,18 @@ INVALID_MARK_URL = "invalid mark URL"
 """A mark:// reference without a host or with a bad port."""
 
 
-_UNWRITABLE = re.compile(r"[\s,%]")
-"""What a reference in a `rel-*` value cannot hold as itself: whitespace (refused), a
-comma (it separates references) and `%` (it starts an escape)."""
+_UNWRITABLE = re.compile(r"[\s,%#?]")
+"""What the path of a reference in a `rel-*` value cannot hold as itself: whitespace
+(refused), a comma (it separates references), `%` (it starts an escape), `#` and `?`
+(they end the path)."""
 
 
-def written_reference(reference: str) -> str:
-    """`reference` (a document path, with its `#fragment`) as a `rel-*` value holds it:
-    whitespace, commas and `%` percent-escaped, which resolving decodes again
+def written_reference(path: str, fragment: str = "") -> str:
+    """A document path and its `#fragment` as a `rel-*` value holds them: in the path,
+    whitespace, commas, `%`, `#` and `?` percent-escaped, which resolving decodes again
     (`/notes/My note.md` is written `/notes/My%20note.md`)."""
-    return _UNWRITABLE.sub(lambda match: quote(match.group(), safe=""), reference)
+    written = _UNWRITABLE.sub(lambda match: quote(match.group(), safe=""), path)
+    return written + (f"#{fragment}" if fragment else "")
 
 
 @dataclass(frozen=True, slots=True)

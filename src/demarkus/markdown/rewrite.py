@@ -27,6 +27,7 @@ _TEXT_BLOCKS = frozenset({"fence", "code_block", "html_block"})
 _UNLINKABLE = re.compile(r"[<>\t\n\r\f\v]")
 """Characters no link destination holds, even between `<` and `>`."""
 _SPACED = re.compile(r"[ ()]")
+_PATH_ESCAPES = re.compile(r"[%#?]")
 """Characters a link destination holds only between `<` and `>`."""
 
 
@@ -59,10 +60,13 @@ def in_spans(position: int, spans: Spans) -> bool:
     return any(start <= position < end for start, end in spans)
 
 
-def destination(link: str, *, bracketed: bool = False) -> str | None:
-    """`link` as a markdown link destination: between `<` and `>` when it holds a space or
-    a parenthesis (unless it already stands between them, `bracketed`); None when no
-    destination can hold it (a tab, a line break, `<` or `>`)."""
+def destination(path: str, fragment: str = "", *, bracketed: bool = False) -> str | None:
+    """A link to `path` (relative, or `""` for the document itself) and its `#fragment` as a
+    markdown destination: in the path, `%`, `#` and `?` escaped (a link is read with its
+    escapes decoded, and would end its path there); between `<` and `>` when it holds a
+    space or a parenthesis (unless it already stands between them, `bracketed`); None when
+    no destination can hold it (a tab, a line break, `<` or `>`) or it is empty."""
+    link = _PATH_ESCAPES.sub(lambda match: f"%{ord(match.group()):02X}", path) + (f"#{fragment}" if fragment else "")
     if not link or _UNLINKABLE.search(link):
         return None
     return f"<{link}>" if _SPACED.search(link) and not bracketed else link
