@@ -27,8 +27,9 @@ _TEXT_BLOCKS = frozenset({"fence", "code_block", "html_block"})
 _UNLINKABLE = re.compile(r"[<>\t\n\r\f\v]")
 """Characters no link destination holds, even between `<` and `>`."""
 _SPACED = re.compile(r"[ ()]")
-_PATH_ESCAPES = re.compile(r"[%#?]")
 """Characters a link destination holds only between `<` and `>`."""
+_PATH_ESCAPES = re.compile(r"[%#?]")
+"""Characters a path in a link destination holds only percent-escaped."""
 
 
 def rewrite_outside_code(body: str, wanted: Callable[[str], bool], rewrite: Callable[[str, Spans], str]) -> str:
