@@ -13,10 +13,11 @@ relative to the note that holds it::
 
 A name is matched as those editors match it: without `.md`, ignoring case, against a
 note's file name, or against the end of its path when it holds a `/`, else against the
-aliases a note's frontmatter gives it; of several notes so named, the one in the linking note's folder, else the one with the shortest path, else the
-first in path order. `#Heading` becomes the heading's anchor (its slug; of two headings
-alike, the first), `#^block` is dropped (a block id is no anchor), `|alias` is the link's
-text, else the link as written. A name no note has, an embed (`![[...]]`), and anything
+aliases a note's frontmatter gives it; of several notes so named, the one in the linking
+note's folder, else the one with the shortest path, else the first in path order.
+`#Heading` becomes the heading's anchor (its slug; of two headings alike, the first),
+`#^block` is dropped (a block id is no anchor), `|alias` is the link's text, else the
+link as written. A name no note has, an embed (`![[...]]`), and anything
 in code or HTML stays as written. A relation written as a wiki link (`related: "[[Segment
 log]]"`, as Obsidian's properties hold links) names the document, and so does a list item
 that is a typed link, as basic-memory writes relations in the body::
