@@ -111,7 +111,7 @@ class Sites:
         return self._target(reference)
 
     def relations(self, body: str, path: str) -> dict[str, list[tuple[str, str]]]:
-        """None: a web address declares no relation in the body (`{}`)."""
+        """Always `{}`: a web address declares no relation in the body."""
         return {}
 
     def relative(self, reference: str, path: str) -> tuple[str, str] | None:
