@@ -16,7 +16,7 @@ from typing import Protocol
 from ..errors import BadRequestError
 from ..markdown.frontmatter import first_heading, map_metadata, parse_frontmatter, split_frontmatter
 from ..markdown.links import resolve_target
-from ..markdown.relations import REL_PREFIX, written_reference
+from ..markdown.relations import written_reference
 from ..protocol import MAX_BODY, MAX_METADATA, validate_publisher_metadata
 from ..store.layout import check_segments
 
@@ -105,15 +105,13 @@ def parse_note(raw: bytes, path: str, extra: Mapping[str, str] | None = None, li
         ) from None
     parts = split_frontmatter(text)
     fields = parse_frontmatter(parts.block) if parts.block is not None else {}
-    metadata = map_metadata(fields, lambda reference: _resolve(path, reference, links))
     text = parts.body
+    declared: dict[str, list[str]] = {}
     for form in links:
         for predicate, targets in form.relations(text, path).items():
-            key = REL_PREFIX + predicate
-            held = metadata[key].split(", ") if key in metadata else []
-            written = (written_reference(*target) for target in targets)
-            metadata[key] = ", ".join([*held, *(target for target in written if target not in held)])
+            declared.setdefault(predicate, []).extend(written_reference(*target) for target in targets)
         text = form.localize(text, path)
+    metadata = map_metadata(fields, lambda reference: _resolve(path, reference, links), declared)
     body = text.encode("utf-8")
     if len(body) > MAX_BODY:
         raise BadRequestError(

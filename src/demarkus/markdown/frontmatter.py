@@ -18,7 +18,7 @@ form `tags` and `rel-*` take everywhere else; a nested mapping is refused.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import yaml
@@ -95,11 +95,17 @@ def parse_frontmatter(block: str) -> dict[str, object]:
     return {str(key): value for key, value in loaded.items()}
 
 
-def map_metadata(fields: Mapping[str, object], resolve: Callable[[str], str]) -> dict[str, str]:
+def map_metadata(
+    fields: Mapping[str, object],
+    resolve: Callable[[str], str],
+    declared: Mapping[str, Sequence[str]] | None = None,
+) -> dict[str, str]:
     """Publisher metadata from frontmatter fields: `title`, `tags` (a list or a comma
     string), `rel-*` keys and their aliases (each reference passed through `resolve`),
-    and every other key as text. Empty values are dropped. The keys are not checked
-    against the metadata rules here; the caller does that once, for the whole document.
+    and every other key as text. `declared` relations (predicate -> references as
+    written, found elsewhere than the frontmatter) join those of the same predicate, each
+    reference once. Empty values are dropped. The keys are not checked against the
+    metadata rules here; the caller does that once, for the whole document.
 
     Raises:
         BadRequestError: a value is a mapping, or a list holds a list or a mapping.
@@ -120,9 +126,12 @@ def map_metadata(fields: Mapping[str, object], resolve: Callable[[str], str]) ->
             text = ", ".join(_pieces(key, value)) if isinstance(value, list) else _scalar(key, value)
         if text:
             out[key] = text
-    for name, references in relations.items():
-        if references:
-            out[name] = ", ".join(references)
+    for predicate, more in (declared or {}).items():
+        held = relations.setdefault(REL_PREFIX + predicate, [])
+        held.extend(r for r in more if r not in held)
+    for name, held in relations.items():
+        if held:
+            out[name] = ", ".join(held)
     return out
 
 
