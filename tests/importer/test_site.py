@@ -220,3 +220,11 @@ def test_every_link_by_the_sites_address_made_local_leads_to_the_note_it_names(n
         return
     assert out.startswith("# A\n\nSee [it](") and out.endswith(") here.\n")
     assert [(link.target, link.fragment) for link in links] == [SITES.document(url)]
+
+
+@pytest.mark.parametrize("longer_first", [True, False])
+def test_of_two_addresses_that_match_the_longer_names_the_note(longer_first: bool):
+    shorter, longer = Site("https://x.org/"), parse_site("https://x.org/docs/=manual")
+    sites = Sites((longer, shorter) if longer_first else (shorter, longer), "/")
+    assert sites.document("https://x.org/docs/b.md") == ("/manual/b.md", "")
+    assert sites.document("https://x.org/other/b.md") == ("/other/b.md", "")

@@ -105,6 +105,10 @@ class Sites:
     prefix: str = "/"
     is_note: Callable[[str], bool] | None = None
 
+    def __post_init__(self) -> None:
+        # the most specific address first: of two that match, the longer names the note
+        object.__setattr__(self, "sites", tuple(sorted(self.sites, key=lambda site: -len(site.url))))
+
     def document(self, reference: str, path: str = "") -> tuple[str, str] | None:
         """(document path, fragment) that `reference` names under one of the sites, or
         None when it names none (wherever it is written: `path` is unused)."""
@@ -125,7 +129,7 @@ class Sites:
 
     def _target(self, reference: str) -> tuple[str, str] | None:
         """(document path, fragment) of the note `reference` names under one of the sites."""
-        for site in sorted(self.sites, key=lambda site: -len(site.url)):  # the most specific first
+        for site in self.sites:
             if not reference.startswith(site.url):
                 continue
             written, _, fragment = reference[len(site.url) :].partition("#")
