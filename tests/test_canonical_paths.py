@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from demarkus import auth
 from demarkus.errors import BadRequestError, NotFoundError
-from demarkus.protocol import Request, Verb, canonical_path
+from demarkus.protocol import Request, Verb, canonical_path, linked_path
 from demarkus.service import Service
 
 DOCUMENTS = ["/p/a.md", "/p/q/b.md", "/p/q/r/c.md", "/s/x.md", "/s/index.md", "/t.md"]
@@ -121,3 +121,10 @@ def test_the_reported_spellings_of_a_protected_path_are_refused(store: Path, tmp
         status, _, body = answer(service, verb, path, None)
         assert status == "ok" and b"a.md" not in body and b"q/" not in body, (verb, path, body)
     service.close()
+
+
+def test_a_linked_path_is_decoded_before_it_is_checked():
+    assert linked_path("/docs/My%20note.md") == "/docs/My note.md"
+    assert linked_path("/docs%2F%2Fa.md/") == "/docs/a.md"
+    with pytest.raises(NotFoundError):
+        linked_path("/docs/%2e%2E/secret.md")

@@ -27,7 +27,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import unquote, urljoin, urlsplit
 
 import yaml
 
@@ -428,6 +428,18 @@ def canonical_path(path: str) -> str:
     if size > MAX_PATH:
         raise BadRequestError(f"the path is {size} bytes; at most {MAX_PATH} are allowed; shorten the names")
     return canonical
+
+
+def linked_path(path: str) -> str:
+    """A path a caller copied from a link (a tool's `url`), as `canonical_path` spells it:
+    its percent-escapes decoded first, as a link's are (a LIST entry links `My note.md` as
+    `My%20note.md`), so every check sees the decoded path and an escaped `..` is refused
+    like a plain one.
+
+    Raises:
+        BadRequestError, NotFoundError: as `canonical_path`.
+    """
+    return canonical_path(unquote(path))
 
 
 def normalize_scope(path: str) -> str:

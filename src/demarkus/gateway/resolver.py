@@ -16,13 +16,13 @@ cannot read keeps its line (explore, backlinks, expansion) and is never fetched.
 
 from __future__ import annotations
 
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 from ..backend import VerbMethods
 from ..errors import BadRequestError, NotPermittedError
 from ..graph import GraphStore
 from ..mcp.tools import Target
-from ..protocol import WRITE_VERBS, Request, Response, canonical_path, parse_mark_url, response_for_error
+from ..protocol import WRITE_VERBS, Request, Response, linked_path, parse_mark_url, response_for_error
 from .config import WORLD_NAME, CallerConfig
 from .qualify import SCHEME, world_of, world_prefix
 from .upstream import Upstream
@@ -115,7 +115,7 @@ class GatewayResolver:
             raise NotPermittedError(
                 f"world {world[:63]} is not one of your worlds; you can read: {self._yours()} (mark_worlds lists them)"
             )
-        path = canonical_path(unquote(parsed.path))  # read as a link is: a LIST entry escapes its name
+        path = linked_path(parsed.path)
         location = f"{world_prefix(world)}{path}"
         backend = self._backends[world]
         return Target(backend, path, parsed.fragment, location, location, self.caller.upstream.get(world))

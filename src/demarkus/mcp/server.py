@@ -9,7 +9,6 @@ import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from typing import Annotated, ParamSpec, TypeVar
-from urllib.parse import unquote
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -22,7 +21,7 @@ from ..backend import Backend
 from ..errors import BadRequestError, DemarkusError
 from ..expand.select import Selection
 from ..graph import GraphStore
-from ..protocol import canonical_path, in_scope, normalize_scope, parse_mark_url
+from ..protocol import in_scope, linked_path, normalize_scope, parse_mark_url
 from .schema import compact_schema
 from .tools import Target, ToolFailure, Tools
 
@@ -80,7 +79,7 @@ class LocalResolver:
             raise BadRequestError(
                 f"`{text}` is not a path; start it with / (e.g. /index.md) or use {self.authority}/path"
             )
-        path = canonical_path(unquote(path))  # read as a link is: a LIST entry escapes its name
+        path = linked_path(path)
         if not in_scope(path, self.scope):
             raise BadRequestError(f"{path} is outside the allowed scope {self.scope}; use a path under {self.scope}")
         return Target(self.backend, path, anchor, path, self.authority + path, self.token)
