@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from demarkus.importer import parse_note
-from demarkus.importer.note import NoteAliases
+from demarkus.importer.note import FRONTMATTER_HEAD, MAX_FILE, NoteAliases
 from demarkus.importer.site import Site, Sites
 from demarkus.importer.wikilink import FolderNames, Names, WikiLinks
 from demarkus.markdown import extract_links
@@ -232,3 +232,9 @@ def test_aliases_are_read_again_only_when_the_file_changed(tmp_path: Path, monke
     note.write_text("---\naliases: [one, two]\n---\n# A\n")
     assert aliases(["a.md"]) == {"a.md": ("one", "two")} and len(reads) == 2
     assert aliases([]) == {} and aliases(["a.md"]) == {"a.md": ("one", "two")} and len(reads) == 3  # kept no longer
+
+
+def test_aliases_come_from_the_head_of_a_file_of_any_size(tmp_path: Path):
+    (tmp_path / "big.md").write_bytes(b"---\naliases: [Big]\n---\n# Big\n\n" + "é".encode() * (2 * MAX_FILE))
+    (tmp_path / "endless.md").write_bytes(b"---\naliases: [Never]\n" + b"x: y\n" * FRONTMATTER_HEAD)
+    assert NoteAliases(tmp_path)(["big.md", "endless.md"]) == {"big.md": ("Big",), "endless.md": ()}

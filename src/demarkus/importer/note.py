@@ -190,13 +190,18 @@ class NoteAliases:
         return {relative: known[2] for relative, known in self._seen.items()}
 
 
+FRONTMATTER_HEAD = 2 * MAX_METADATA
+"""Bytes of a file read for its aliases: a frontmatter block longer than this holds more
+metadata than a document may, and its note is refused anyway."""
+
+
 def _aliases(file: Path) -> tuple[str, ...]:
-    try:
-        parts = split_frontmatter(read_file(file).decode("utf-8"))
+    try:  # the head may end inside a character: only the body beyond the block can be cut
+        parts = split_frontmatter(read_file(file, FRONTMATTER_HEAD).decode("utf-8", "replace"))
         if parts.block is None or "alias" not in parts.block:  # most notes have none: no YAML to read
             return ()
         fields = parse_frontmatter(parts.block)
-    except (BadRequestError, UnicodeDecodeError):
+    except BadRequestError:
         return ()
     found: list[str] = []
     for key in ALIAS_KEYS:
@@ -208,11 +213,12 @@ def _aliases(file: Path) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
-def read_file(file: Path) -> bytes:
-    """The bytes of a regular file, at most `MAX_FILE`, never through a symlink.
+def read_file(file: Path, head: int | None = None) -> bytes:
+    """The bytes of a regular file, at most `MAX_FILE`, never through a symlink; with
+    `head`, its first `head` bytes whatever its size.
 
     Raises:
-        BadRequestError: a symlink, not a regular file, or too large.
+        BadRequestError: a symlink, not a regular file, or (without `head`) too large.
     """
     try:
         fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW)
@@ -224,15 +230,15 @@ def read_file(file: Path) -> bytes:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise BadRequestError("not a regular file; only markdown files are imported")
-        if st.st_size > MAX_FILE:
+        if head is None and st.st_size > MAX_FILE:
             raise BadRequestError(
                 f"the file is {st.st_size} bytes; a document holds at most {MAX_BODY} (1 MiB); split the file"
             )
         with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = handle.read(MAX_FILE + 1)
+            data = handle.read(MAX_FILE + 1 if head is None else head)
     finally:
         os.close(fd)
-    if len(data) > MAX_FILE:
+    if head is None and len(data) > MAX_FILE:
         raise BadRequestError(f"the file grew past {MAX_FILE} bytes while it was read; split it")
     return data
 
