@@ -54,7 +54,10 @@ def local(body: str, path: str = "/kb/adr/a.md", wiki: WikiLinks = WIKI) -> str:
         ("[[2019/Index]]", "[2019/Index](../archive/2019/Index.md)"),  # the end of a path
         ("| [[ann\\|Ann]] |", "| [Ann](../people/ann.md) |"),  # in a table the pipe is escaped
         ("[[Nowhere]]", "[[Nowhere]]"),  # no such note
-        ("![[Segment log]]", "![[Segment log]]"),  # an embed
+        ("![[Segment log]]", "[Segment log](<../Segment log.md>)"),  # an embedded note: a link to it
+        ("![[ann#Role|her role]]", "[her role](../people/ann.md#role)"),
+        ("![[map.png]]", "![[map.png]]"),  # an embedded picture: no note
+        ("![[map.png|300]]", "![[map.png|300]]"),
         ("[[1]](https://example.org/1)", "[[1]](https://example.org/1)"),  # a markdown link's text
         ("`[[Segment log]]`", "`[[Segment log]]`"),  # a code span is text
         ("[[]]", "[[]]"),
