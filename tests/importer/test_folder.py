@@ -260,6 +260,37 @@ def test_a_vault_joined_by_wiki_links_gets_its_edges_and_the_hop_follows_its_typ
     assert f"{AUTHORITY}/kb/Glossary.md" in backlinks
 
 
+def test_a_vaults_tags_in_text_filter_lookups_and_those_left_out_are_warned_of(tmp_path: Path):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Meeting.md").write_text("# Meeting\n\nDecided in the #weekly review: ship the ranking.\n")
+    (vault / "Ranking.md").write_text(
+        "# Ranking\n\nThe ranking ships next #Weekly... no: next week.\n```\n#weekly\n```\n"
+    )
+    (vault / "Crowded.md").write_text("# Crowded\n\n" + " ".join(f"#t{n:03d}" for n in range(300)) + "\n")
+    root = tmp_path / "store"
+    summary = run(vault, root, wikilinks=True)
+    assert summary.count(Outcome.CREATED) == 3 and not summary.ok
+    [warning] = [line for line in summary.lines() if not line[0].isdigit()]
+    assert warning.startswith("warning Crowded.md: ") and "tags its text writes left out (#t" in warning
+    tagged, untagged = asyncio.run(
+        tool_texts(
+            root,
+            [
+                ("mark_lookup", {"query": "ranking ship", "match": "body", "filter": "tag=weekly"}),
+                ("mark_lookup", {"query": "ranking ship", "match": "body"}),
+            ],
+        )
+    )
+    assert "| /kb/Meeting.md" in tagged and "| /kb/Ranking.md" in tagged  # `#Weekly...` is the tag `Weekly`
+    plain = run(vault, tmp_path / "plain")  # without --wikilinks: no tags from the text
+    assert plain.ok and "| /kb/Ranking.md" in untagged
+    [none] = asyncio.run(
+        tool_texts(tmp_path / "plain", [("mark_lookup", {"query": "ranking", "filter": "tag=weekly"})])
+    )
+    assert "/kb/" not in none
+
+
 def test_a_path_is_a_note_exactly_when_the_folder_import_reads_it(folder: Path):
     (folder / "linked").symlink_to(folder / "adr")
     (folder / "adr" / "sub").mkdir()

@@ -18,7 +18,7 @@ from types import MappingProxyType
 
 from ..backend import Backend
 from ..errors import DemarkusError, NotFoundError
-from ..protocol import RESERVED_KEYS, Status
+from ..protocol import MAX_PUBLISHER_BYTES, RESERVED_KEYS, Status
 from ..render import format_time
 from ..store.versionfile import sha256_tag
 from .history import GIT_BASE, GitHistory, pending, revision_metadata
@@ -72,6 +72,12 @@ class Source:
             forms.append(WikiLinks(self.names.current(), self.prefix))
         return tuple(forms)
 
+    @property
+    def hashtags(self) -> bool:
+        """Whether a `#tag` in a note's text is one of its tags: in a folder written for wiki
+        links, whose editors read them so (`hashtag`)."""
+        return self.names is not None
+
 
 @dataclass(frozen=True, slots=True)
 class Version:
@@ -118,9 +124,16 @@ async def import_file(source: Source, target: Target, relative: str) -> FileResu
         return FileResult(relative, "", Outcome.REFUSED, problems=(exc.message,))
     try:
         raw = read_file(source.folder / relative)
-        worktree = parse_note(raw, path, links=source.links)
+        worktree = parse_note(raw, path, links=source.links, hashtags=source.hashtags)
         current, restored = await _current(target, path)
         problems: list[str] = []
+        if worktree.tags_left_out:
+            problems.append(
+                f"{len(worktree.tags_left_out)} tags its text writes left out "
+                f"({', '.join('#' + tag for tag in worktree.tags_left_out[:3])}"
+                f"{', ...' if len(worktree.tags_left_out) > 3 else ''}): a document's metadata holds "
+                f"at most {MAX_PUBLISHER_BYTES} bytes: write fewer #tags, or shorten its frontmatter"
+            )
         versions = _versions(source, relative, raw, worktree, current, problems)
         added = await publish_versions(target, path, current, versions)
     except DemarkusError as exc:
@@ -203,14 +216,20 @@ def _versions(
     versions = []
     for revision in pending(history, dict(current.metadata) if current is not None else None):
         try:
-            note = parse_note(source.history.read(revision), worktree.path, revision_metadata(revision), source.links)
+            note = parse_note(
+                source.history.read(revision),
+                worktree.path,
+                revision_metadata(revision),
+                source.links,
+                hashtags=source.hashtags,
+            )
         except DemarkusError as exc:
             problems.append(f"commit {revision.commit[:12]} left out: {exc.message}")
             continue
         versions.append(Version(note.body, note.metadata, revision.time))
     head = history[-1]
     if raw == source.history.read(head):
-        final = parse_note(raw, worktree.path, revision_metadata(head), source.links)
+        final = parse_note(raw, worktree.path, revision_metadata(head), source.links, hashtags=source.hashtags)
         versions.append(Version(final.body, final.metadata, head.time))
     else:
         versions.append(Version(worktree.body, {**worktree.metadata, GIT_BASE: head.commit}))

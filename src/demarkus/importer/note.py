@@ -17,8 +17,9 @@ from ..errors import BadRequestError
 from ..markdown.frontmatter import first_heading, map_metadata, parse_frontmatter, split_frontmatter
 from ..markdown.links import resolve_target
 from ..markdown.relations import written_reference
-from ..protocol import MAX_BODY, MAX_METADATA, validate_publisher_metadata
+from ..protocol import MAX_BODY, MAX_METADATA, MAX_PUBLISHER_BYTES, MAX_PUBLISHER_KEYS, validate_publisher_metadata
 from ..store.layout import check_segments
+from .hashtag import inline_tags, joined_tags
 
 __all__ = [
     "MAX_FILE",
@@ -61,6 +62,8 @@ class Note:
     path: str
     body: bytes
     metadata: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    tags_left_out: tuple[str, ...] = ()
+    """Tags its text writes (`#tag`) that the metadata limit left no room for."""
 
 
 def shown(relative: str) -> str:
@@ -87,11 +90,21 @@ def document_path(relative: str, prefix: str) -> str:
         raise BadRequestError(f"the file name cannot be a document path: {exc}") from None
 
 
-def parse_note(raw: bytes, path: str, extra: Mapping[str, str] | None = None, links: Sequence[LinkForm] = ()) -> Note:
+def parse_note(
+    raw: bytes,
+    path: str,
+    extra: Mapping[str, str] | None = None,
+    links: Sequence[LinkForm] = (),
+    *,
+    hashtags: bool = False,
+) -> Note:
     """The note at document path `path` from the file's bytes; `extra` metadata (git's)
     is added after the frontmatter's. A note without a title takes its first H1. Links
     and relations in one of the `links` forms (a web address, a wiki link) name the note
     in the store, and the relations a form declares in the body join the frontmatter's.
+    With `hashtags`, the tags its text writes (`hashtag.inline_tags`) join the
+    frontmatter's, as many as the metadata limit leaves room for: a note is never refused
+    for them, and those left out are named in `Note.tags_left_out`.
 
     Raises:
         BadRequestError: not UTF-8, too large, bad frontmatter, no text, or metadata the
@@ -128,7 +141,30 @@ def parse_note(raw: bytes, path: str, extra: Mapping[str, str] | None = None, li
         checked = validate_publisher_metadata(metadata)
     except BadRequestError as exc:
         raise BadRequestError(f"frontmatter: {exc}") from None
-    return Note(path=path, body=body, metadata=MappingProxyType(checked))
+    left_out = _add_tags(checked, inline_tags(text)) if hashtags else ()
+    return Note(path=path, body=body, metadata=MappingProxyType(checked), tags_left_out=left_out)
+
+
+def _add_tags(metadata: dict[str, str], found: Sequence[str]) -> tuple[str, ...]:
+    """Join `found` to the valid `metadata`'s `tags` one by one while the metadata stays
+    within the publisher limits (`MAX_PUBLISHER_BYTES`, `MAX_PUBLISHER_KEYS`); the tags
+    that did not fit."""
+    if "tags" not in metadata and len(metadata) >= MAX_PUBLISHER_KEYS:
+        return tuple(found)
+    size = sum(len(key.encode("utf-8")) + len(value.encode("utf-8")) for key, value in metadata.items())
+    left_out: list[str] = []
+    for tag in found:
+        written = metadata.get("tags")
+        joined = joined_tags(written or "", [tag])
+        grown = len(joined.encode("utf-8")) - (len(written.encode("utf-8")) if written is not None else -len("tags"))
+        if joined == written:
+            continue
+        if size + grown > MAX_PUBLISHER_BYTES:
+            left_out.append(tag)
+            continue
+        metadata["tags"] = joined
+        size += grown
+    return tuple(left_out)
 
 
 def read_note(folder: Path, relative: str, prefix: str) -> Note:
