@@ -59,6 +59,8 @@ def local(body: str, path: str = "/kb/adr/a.md", wiki: WikiLinks = WIKI) -> str:
         ("![[map.png]]", "![[map.png]]"),  # an embedded picture: no note
         ("![[map.png|300]]", "![[map.png|300]]"),
         ("[[1]](https://example.org/1)", "[[1]](https://example.org/1)"),  # a markdown link's text
+        ("[see [[ann]] too](https://example.org/)", "[see [[ann]] too](https://example.org/)"),  # inside one
+        ("[[ann]] and [x](y.md)", "[ann](../people/ann.md) and [x](y.md)"),  # beside one
         ("`[[Segment log]]`", "`[[Segment log]]`"),  # a code span is text
         ("[[]]", "[[]]"),
         ("[[#]]", "[[#]]"),

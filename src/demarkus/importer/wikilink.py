@@ -17,7 +17,8 @@ aliases a note's frontmatter gives it; of several notes so named, the one in the
 note's folder, else the one with the shortest path, else the first in path order.
 `#Heading` becomes the heading's anchor (its slug; of two headings alike, the first),
 `#^block` is dropped (a block id is no anchor), `|alias` is the link's text, else the
-link as written. An embed of a note (`![[Segment log]]`, which those editors show in
+link as written; one inside a markdown link's text stays as written, as markdown reads
+no link inside another. An embed of a note (`![[Segment log]]`, which those editors show in
 place) becomes a link too: a reader fetches what it needs once, where a copy would print
 the same text twice. A name no note has (an embedded picture, `![[map.png]]`) and
 anything in code or HTML stays as written. A relation written as a wiki link (`related: "[[Segment
@@ -52,6 +53,9 @@ _RELATION = re.compile(
 )
 """A list item that is a typed link: `- <predicate words> [[name]]`, then an optional
 `(context)`; nothing else on the line."""
+_LINK_TEXT_END = re.compile(r"[^\[\]\r\n]*\]\(")
+"""What follows a wiki link inside a markdown link's text (`[see [[B]] too](url)`): no
+bracket, then the `](` that ends the text; a link inside a link's text is no link."""
 _PREDICATE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _ESCAPE = re.compile(r"([\\\[\]<>`])")
 """What a link's text escapes: its brackets, and what could open a code span or raw HTML
@@ -170,7 +174,7 @@ class WikiLinks:
 
     def _line(self, line: str, spans: Spans, path: str) -> str:
         def swap(match: re.Match[str]) -> str:
-            if match.group(3) or in_spans(match.start(), spans):
+            if match.group(3) or in_spans(match.start(), spans) or _LINK_TEXT_END.match(line, match.end()):
                 return match.group(0)
             written, alias = _split(match.group(2))
             found = self._target(written, path)
