@@ -21,7 +21,9 @@ from ..markdown.rewrite import in_spans, rewrite_outside_code
 
 __all__ = ["inline_tags", "joined_tags"]
 
-_TAG = re.compile(r"(?:^|(?<=\s))#([\w/-]+)")
+_TAG = re.compile(r"(?<!\S)#([\w/-]+)")
+_MAYBE = re.compile(r"#[\w/-]")
+"""A cheap test first (a literal `#` is found fast): a body without it is not parsed."""
 _LETTER = re.compile(r"[^\W\d_]")
 
 
@@ -36,7 +38,7 @@ def inline_tags(body: str) -> list[str]:
                 found.append(tag)
         return line
 
-    rewrite_outside_code(body, lambda text: _TAG.search(text) is not None, collect)  # no parse without one
+    rewrite_outside_code(body, lambda text: _MAYBE.search(text) is not None, collect)
     return _unique(found)
 
 
