@@ -15,6 +15,7 @@ import pytest
 from demarkus.importer import Outcome, Summary
 from demarkus.importer.command import run_import
 from demarkus.importer.site import parse_site
+from demarkus.protocol import MAX_PUBLISHER_BYTES
 from demarkus.render import format_time
 from demarkus.service import Service
 
@@ -189,6 +190,23 @@ def test_every_commit_of_a_note_has_its_links_by_the_site_made_local(repo: Path,
         b"# A\n\nSee [b](b.md#x), twice.\n",
         b"# A\n\nSee [b](b.md#y), not committed.\n",
     ]
+
+
+def test_tags_in_text_fill_each_versions_metadata_leaving_room_for_its_git_keys(repo: Path, tmp_path: Path):
+    crowded = "# C\n\n" + " ".join(f"#t{n:03d}" for n in range(300)) + "\n"
+    commit(repo, "one", T0, **{"c.md": crowded})
+    (repo / "notes" / "c.md").write_text(crowded + "\nAn edit not committed.\n")
+    root = tmp_path / "store"
+    summary = run(repo / "notes", root, wikilinks=True)
+    (result,) = summary.results
+    assert result.outcome == Outcome.CREATED and result.versions == 2  # the commit, then the edit on it
+    [committed, edited] = [metadata for metadata, _b, _t in history(root, "/c.md")]
+    assert committed["tags"].startswith("t000,t001,") and "git-commit" in committed
+    assert edited["tags"].startswith("t000,t001,") and "git-base" in edited
+    for metadata in (committed, edited):
+        assert MAX_PUBLISHER_BYTES - 5 < sum(len(k) + len(v) for k, v in metadata.items()) <= MAX_PUBLISHER_BYTES
+    [warning] = result.problems  # for the version that is current
+    assert warning.startswith(f"{300 - len(edited['tags'].split(','))} tags its text writes left out (#t")
 
 
 def test_git_outside_a_repository_says_what_to_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -127,13 +127,6 @@ async def import_file(source: Source, target: Target, relative: str) -> FileResu
         worktree = parse_note(raw, path, links=source.links, hashtags=source.hashtags)
         current, restored = await _current(target, path)
         problems: list[str] = []
-        if worktree.tags_left_out:
-            problems.append(
-                f"{len(worktree.tags_left_out)} tags its text writes left out "
-                f"({', '.join('#' + tag for tag in worktree.tags_left_out[:3])}"
-                f"{', ...' if len(worktree.tags_left_out) > 3 else ''}): a document's metadata holds "
-                f"at most {MAX_PUBLISHER_BYTES} bytes: write fewer #tags, or shorten its frontmatter"
-            )
         versions = _versions(source, relative, raw, worktree, current, problems)
         added = await publish_versions(target, path, current, versions)
     except DemarkusError as exc:
@@ -208,10 +201,9 @@ def _versions(
     """The versions to offer, oldest first: without git the file as it is; with git each
     pending commit, then the working tree (marked with the commit it sits on, or as that
     commit itself when it does not differ from it)."""
-    if source.history is None:
-        return [Version(worktree.body, worktree.metadata)]
-    history = source.history.revisions(source.folder / relative)
-    if not history:
+    history = source.history.revisions(source.folder / relative) if source.history is not None else []
+    if source.history is None or not history:
+        problems.extend(_tags_left_out(worktree))
         return [Version(worktree.body, worktree.metadata)]
     versions = []
     for revision in pending(history, dict(current.metadata) if current is not None else None):
@@ -229,8 +221,21 @@ def _versions(
         versions.append(Version(note.body, note.metadata, revision.time))
     head = history[-1]
     if raw == source.history.read(head):
-        final = parse_note(raw, worktree.path, revision_metadata(head), source.links, hashtags=source.hashtags)
-        versions.append(Version(final.body, final.metadata, head.time))
-    else:
-        versions.append(Version(worktree.body, {**worktree.metadata, GIT_BASE: head.commit}))
+        last = parse_note(raw, worktree.path, revision_metadata(head), source.links, hashtags=source.hashtags)
+        versions.append(Version(last.body, last.metadata, head.time))
+    else:  # parsed again with its mark, so the tags leave room for it
+        last = parse_note(raw, worktree.path, {GIT_BASE: head.commit}, source.links, hashtags=source.hashtags)
+        versions.append(Version(last.body, last.metadata))
+    problems.extend(_tags_left_out(last))
     return versions
+
+
+def _tags_left_out(note: Note) -> list[str]:
+    """The warning for the tags a note's text writes that its metadata had no room for."""
+    if not note.tags_left_out:
+        return []
+    named = ", ".join(f"#{tag}" for tag in note.tags_left_out[:3]) + (", ..." if len(note.tags_left_out) > 3 else "")
+    return [
+        f"{len(note.tags_left_out)} tags its text writes left out ({named}): a document's metadata holds "
+        f"at most {MAX_PUBLISHER_BYTES} bytes; write fewer #tags, or shorten its frontmatter"
+    ]
