@@ -149,22 +149,22 @@ def _add_tags(metadata: dict[str, str], found: Sequence[str]) -> tuple[str, ...]
     """Join `found` to the valid `metadata`'s `tags` one by one while the metadata stays
     within the publisher limits (`MAX_PUBLISHER_BYTES`, `MAX_PUBLISHER_KEYS`); the tags
     that did not fit."""
-    if "tags" not in metadata and len(metadata) >= MAX_PUBLISHER_KEYS:
-        return tuple(found)
-    size = sum(len(key.encode("utf-8")) + len(value.encode("utf-8")) for key, value in metadata.items())
     left_out: list[str] = []
     for tag in found:
-        written = metadata.get("tags")
-        joined = joined_tags(written or "", [tag])
-        grown = len(joined.encode("utf-8")) - (len(written.encode("utf-8")) if written is not None else -len("tags"))
-        if joined == written:
-            continue
-        if size + grown > MAX_PUBLISHER_BYTES:
+        tags = joined_tags(metadata.get("tags", ""), [tag])
+        if tags == metadata.get("tags"):
+            continue  # the frontmatter's already
+        grown = {**metadata, "tags": tags}
+        if len(grown) > MAX_PUBLISHER_KEYS or _size(grown) > MAX_PUBLISHER_BYTES:
             left_out.append(tag)
             continue
-        metadata["tags"] = joined
-        size += grown
+        metadata["tags"] = tags
     return tuple(left_out)
+
+
+def _size(metadata: Mapping[str, str]) -> int:
+    """Bytes of keys and values, as `validate_publisher_metadata` counts them."""
+    return sum(len(key.encode("utf-8")) + len(value.encode("utf-8")) for key, value in metadata.items())
 
 
 def read_note(folder: Path, relative: str, prefix: str) -> Note:

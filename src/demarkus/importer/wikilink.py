@@ -17,11 +17,11 @@ aliases a note's frontmatter gives it; of several notes so named, the one in the
 note's folder, else the one with the shortest path, else the first in path order.
 `#Heading` becomes the heading's anchor (its slug; of two headings alike, the first),
 `#^block` is dropped (a block id is no anchor), `|alias` is the link's text, else the
-link as written; one inside a markdown link's text stays as written, as markdown reads
-no link inside another. An embed of a note (`![[Segment log]]`, which those editors show in
+link as written. An embed of a note (`![[Segment log]]`, which those editors show in
 place) becomes a link too: a reader fetches what it needs once, where a copy would print
-the same text twice. A name no note has (an embedded picture, `![[map.png]]`) and
-anything in code or HTML stays as written. A relation written as a wiki link (`related: "[[Segment
+the same text twice. A name no note has (an embedded picture, `![[map.png]]`), a wiki
+link inside a markdown link's text (markdown reads no link inside another) and anything
+in code or HTML stay as written. A relation written as a wiki link (`related: "[[Segment
 log]]"`, as Obsidian's properties hold links) names the document, and so does a list item
 that is a typed link, as basic-memory writes relations in the body::
 
