@@ -21,6 +21,13 @@ def test_terms_match_tags_whatever_their_case_and_title_substrings():
     assert score(decision, query_terms("log")) == 1
 
 
+def test_terms_match_alias_substrings_as_they_match_the_title():
+    glossary = make_entry("/g.md", {"title": "Glossary", "aliases": "Terms, Word list", "alias": "Lexicon"}, b"", WHEN)
+    assert score(glossary, query_terms("terms list lexicon")) == 3
+    assert score(glossary, query_terms("glossary")) == 1 and score(glossary, query_terms("missing")) == 0
+    assert score(entry("/t.md", "", "Glossary"), query_terms("terms")) == 0
+
+
 def test_a_tag_filter_ignores_case_and_the_order_is_score_then_importance():
     catalog = Catalog()
     catalog.put(entry("/a.md", "Runbook, Snapshot", importance="0.4"))

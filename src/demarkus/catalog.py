@@ -1,8 +1,9 @@
 """The catalog: tags, title and importance of every current document, for LOOKUP. Pure.
 
 A query term matches a document when it equals one of its tags (case-insensitive) or is a
-substring of its title. Score = number of distinct matching terms. Order: score desc,
-importance desc, modified desc, path asc.
+substring of its title or of one of its aliases (its other names: `aliases` or `alias`
+metadata, as Obsidian's frontmatter gives them). Score = number of distinct matching
+terms. Order: score desc, importance desc, modified desc, path asc.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from datetime import UTC, datetime
 from .errors import BadRequestError
 from .protocol import in_scope, parse_count
 
+ALIAS_KEYS = ("aliases", "alias")
+"""Metadata keys that give a document other names, comma-separated."""
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 1000
 DEFAULT_IMPORTANCE = 0.5
@@ -32,11 +35,12 @@ class CatalogEntry:
     metadata: Mapping[str, str] = field(default_factory=dict)
     folded_tags: frozenset[str] = field(init=False, repr=False, compare=False)
     """`tags` lower-cased once, not on every query."""
-    folded_title: str = field(init=False, repr=False, compare=False)
+    folded_names: str = field(init=False, repr=False, compare=False)
+    """The title and the aliases, lower-cased, one per line."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "folded_tags", frozenset(t.lower() for t in self.tags))
-        object.__setattr__(self, "folded_title", self.title.lower())
+        object.__setattr__(self, "folded_names", "\n".join((self.title, *parse_aliases(self.metadata))).lower())
 
 
 def parse_importance(value: str | None) -> float:
@@ -49,6 +53,12 @@ def parse_importance(value: str | None) -> float:
 
 def parse_tags(value: str | None) -> tuple[str, ...]:
     return tuple(t.strip() for t in (value or "").split(",") if t.strip())
+
+
+def parse_aliases(metadata: Mapping[str, str]) -> tuple[str, ...]:
+    """A document's other names, each once, from its `ALIAS_KEYS` metadata."""
+    names = (name.strip() for key in ALIAS_KEYS for name in metadata.get(key, "").split(","))
+    return tuple(dict.fromkeys(name for name in names if name))
 
 
 _H1 = re.compile(rb"^# +(.+?)[ #]*$", re.MULTILINE)
@@ -167,7 +177,7 @@ def parse_filter(text: str | None) -> Filter:
 
 
 def score(entry: CatalogEntry, terms: Iterable[str]) -> int:
-    return sum(1 for term in terms if term in entry.folded_tags or term in entry.folded_title)
+    return sum(1 for term in terms if term in entry.folded_tags or term in entry.folded_names)
 
 
 class Catalog:

@@ -244,12 +244,13 @@ def test_a_vault_joined_by_wiki_links_gets_its_edges_and_the_hop_follows_its_typ
     )
     root = tmp_path / "store"
     run(vault, root, wikilinks=True)
-    page, backlinks = asyncio.run(
+    page, backlinks, by_alias = asyncio.run(
         tool_texts(
             root,
             [
                 ("mark_lookup", {"query": "ranking scores sections BM25", "match": "body", "limit": 2, "budget": 1500}),
                 ("mark_backlinks", {"url": "/kb/design/Search ranking.md"}),
+                ("mark_lookup", {"query": "terms"}),
             ],
         )
     )
@@ -258,6 +259,7 @@ def test_a_vault_joined_by_wiki_links_gets_its_edges_and_the_hop_follows_its_typ
     assert "- depends_on [Index layout](<../Index layout.md>) (the rows it ranks)\n" in page
     assert ">>> rel: /kb/design/Search ranking.md/v1 relates-to /kb/Glossary.md\n" in page  # by its alias
     assert f"{AUTHORITY}/kb/Glossary.md" in backlinks
+    assert "| /kb/Glossary.md | 0.50 | Glossary |" in by_alias  # found by its alias, shown by its title
 
 
 def test_a_vaults_tags_in_text_filter_lookups_and_those_left_out_are_warned_of(tmp_path: Path):

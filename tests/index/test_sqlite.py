@@ -84,6 +84,16 @@ def test_a_document_whose_title_and_tags_hold_every_term_gets_the_catalog_row(
     assert where(index.search("zen quetzal unrelatedword", "/", limit=5)) == []
 
 
+def test_a_documents_aliases_count_as_its_title(index: SectionIndex) -> None:
+    fill(index)
+    put(index, "/z/glossary.md", "# Glossary\n\n## Words\n\nA quetzal is a bird.\n", aliases="Terms, Lexicon")
+    put(index, "/a/other.md", "# Other\n\n## Words\n\nA quetzal is a bird.\n")
+    hits = index.search("lexicon quetzal", "/", limit=5)
+    assert where(hits)[:2] == [("/z/glossary.md", "words"), ("/a/other.md", "words")]  # the same text, and the alias
+    assert ("/z/glossary.md", "") in where(index.search("glossary lexicon terms", "/", limit=5))  # the catalog row
+    assert hits[0].title == "Glossary"  # an alias is searched, not shown
+
+
 def test_sections_are_rows_only_through_their_own_text_or_headings(index: SectionIndex) -> None:
     fill(index)
     put(

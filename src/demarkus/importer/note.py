@@ -13,6 +13,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Protocol
 
+from ..catalog import ALIAS_KEYS
 from ..errors import BadRequestError
 from ..markdown.frontmatter import first_heading, map_metadata, parse_frontmatter, split_frontmatter
 from ..markdown.links import resolve_target
@@ -195,10 +196,6 @@ def is_note(folder: Path, relative: str) -> bool:
         if stat.S_ISLNK(mode):
             return False
     return stat.S_ISREG(mode)
-
-
-ALIAS_KEYS = ("aliases", "alias")
-"""Frontmatter keys that give a note other names (Obsidian's), a list or a comma string."""
 
 
 class NoteAliases:

@@ -6,11 +6,11 @@ emptied and refilled by `reconcile`)::
     documents(path PK, version, title, tags JSON, importance, modified, metadata JSON)
     sections(id PK, path, anchor, heading, importance)   one row per section + anchor ""
     fts(meta, trail, body)  rowid = sections.id     porter unicode61 remove_diacritics 2
-        meta   document title and tags (the same for every row of a document)
+        meta   document title, aliases and tags (the same for every row of a document)
         trail  ancestor headings and the section's own heading
         body   the section's own text after its heading line (to the next heading of
                any level), or for anchor "" the preamble / a body without headings
-    catalog(meta)           rowid = the "" row      title and tags, one row per document
+    catalog(meta)           rowid = the "" row      title, aliases and tags, one per document
 
 A heading with no text of its own (a title straight above its first sub-section) gets no
 row: it cannot answer anything itself, and its sub-sections carry it in their trails.
@@ -22,8 +22,8 @@ the rarest of them (see `_selective`): any term anywhere, at least one in the se
 own text or headings, so a title-only match does not make every section of a document a
 row. The best `Ranking.candidates` rows by BM25 (title/tags, trail and body weighted) are
 re-ranked in Python by term coverage and the importance prior (see `query.py`).
-Documents whose title and tags hold every term add their bare-path row (the catalog
-answer), ranked with the rest.
+Documents whose title, aliases and tags hold every term add their bare-path row (the
+catalog answer), ranked with the rest.
 
 Writes go through one connection under a lock; searches read on connections of their own
 (`pool.ReaderPool`), each inside one read transaction, so they run in parallel with each
@@ -46,7 +46,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
 
-from ..catalog import CatalogEntry, Filter, derive_title, parse_importance, parse_tags
+from ..catalog import CatalogEntry, Filter, derive_title, parse_aliases, parse_importance, parse_tags
 from ..errors import BadRequestError, IndexDamagedError
 from ..markdown.sections import Outline, parse_outline
 from ..protocol import MAX_QUERY_TERMS, normalize_scope
@@ -74,11 +74,12 @@ from .query import (
 
 log = logging.getLogger("demarkus.index")
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """Bumped whenever what a file holds changes: its tables, or the rows a body is cut into,
 so an index built before is refilled on open rather than kept with rows the parser no
 longer makes. 1 lacked `sections.importance`; 2 read a heading after a byte-order mark as
-text, and YAML front matter as a heading made of its keys."""
+text, and YAML front matter as a heading made of its keys; 3 left a document's aliases
+out of its `meta` column."""
 TOKENIZE = "porter unicode61 remove_diacritics 2"
 
 _SCHEMA = f"""
@@ -380,7 +381,7 @@ class SectionIndex:
         """
         title = derive_title(path, metadata, body)
         tags = parse_tags(metadata.get("tags"))
-        meta_text = "\n".join((title, *tags))
+        meta_text = "\n".join((title, *parse_aliases(metadata), *tags))
         rows = section_rows(body, outline)
         importance = parse_importance(metadata.get("importance"))
         with self._transaction(), self._reported():
