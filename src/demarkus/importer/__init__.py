@@ -3,7 +3,7 @@
 from .apply import FileResult, Outcome, Source, Target, Version, archive_document, import_file
 from .folder import Scan, Summary, import_folder, scan_folder
 from .history import GitHistory, find_repository
-from .note import Note, document_path, parse_note, read_note
+from .note import Note, document_path, parse_note
 
 __all__ = [
     "FileResult",
@@ -21,6 +21,5 @@ __all__ = [
     "import_file",
     "import_folder",
     "parse_note",
-    "read_note",
     "scan_folder",
 ]

@@ -1,6 +1,6 @@
 """One markdown file of a user's folder as a document: its path in the store, its body
-without frontmatter and its publisher metadata. `parse_note` is pure; `read_note` reads
-the file (never through a symlink) and nothing else.
+without frontmatter and its publisher metadata. `parse_note` is pure; `read_file` reads
+a file (never through a symlink) and nothing else.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ __all__ = [
     "document_path",
     "is_note",
     "parse_note",
-    "read_note",
     "shown",
 ]
 
@@ -166,17 +165,6 @@ def _add_tags(metadata: dict[str, str], found: Sequence[str]) -> tuple[str, ...]
 def _size(metadata: Mapping[str, str]) -> int:
     """Bytes of keys and values, as `validate_publisher_metadata` counts them."""
     return sum(len(key.encode("utf-8")) + len(value.encode("utf-8")) for key, value in metadata.items())
-
-
-def read_note(folder: Path, relative: str, prefix: str) -> Note:
-    """Read the file at `relative` inside `folder` as the note it holds.
-
-    Raises:
-        BadRequestError: the file is a symlink or not a regular file, is too large, or
-            `parse_note` refuses it.
-    """
-    path = document_path(relative, prefix)
-    return parse_note(read_file(folder / relative), path)
 
 
 def is_note(folder: Path, relative: str) -> bool:
