@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
+import re
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from demarkus.errors import BadRequestError
 from demarkus.importer import parse_note
 from demarkus.importer.hashtag import inline_tags, joined_tags
 from demarkus.protocol import MAX_PUBLISHER_BYTES, validate_publisher_metadata
@@ -66,3 +71,31 @@ def test_a_note_with_the_most_keys_and_no_tags_key_takes_no_tags():
     keys = "".join(f"k{n}: v\n" for n in range(49))  # 49 keys and the title: the most allowed
     note = parse_note(f"---\n{keys}---\n# T\n\n#raft\n".encode(), "/kb/t.md", hashtags=True)
     assert "tags" not in note.metadata and note.tags_left_out == ("raft",)
+
+
+TEXT = st.lists(
+    st.sampled_from(["#ab", " #Ab/c-d", "#1984", " `#code` ", "#", "C#", "\n", " ", "word", "é", "*#x*"])
+    | st.text(max_size=3),
+    max_size=60,
+).map("".join)
+"""Text with tags, non-tags and code among any characters."""
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXT, st.integers(0, 100) | st.integers(900, MAX_PUBLISHER_BYTES), st.sampled_from(["", "tags: x, y\n"]))
+def test_tags_never_refuse_a_note_and_each_is_written_in_its_text(text: str, pad: int, tags: str):
+    raw = f"---\n{tags}pad: '{'p' * pad}'\n---\n# T\n\n{text}\n".encode()
+    try:
+        plain = parse_note(raw, "/kb/t.md")
+    except BadRequestError:
+        return  # refused without reading tags too (over the limit, a control character)
+    note = parse_note(raw, "/kb/t.md", hashtags=True)
+    assert validate_publisher_metadata(note.metadata) == dict(note.metadata)
+    assert {k: v for k, v in note.metadata.items() if k != "tags"} == {
+        k: v for k, v in plain.metadata.items() if k != "tags"
+    }
+    held = plain.metadata.get("tags")
+    written = note.metadata.get("tags")
+    added = written.split(",")[len(held.split(",")) if held else 0 :] if written else []
+    for tag in [*added, *note.tags_left_out]:
+        assert re.fullmatch(r"[\w/-]+", tag) and re.search(r"[^\W\d_]", tag) and f"#{tag}" in text
