@@ -104,7 +104,8 @@ _SITE_HELP = (
 )
 _WIKILINKS_HELP = (
     "a wiki link ([[name]], [[name#heading|text]], as Obsidian or Foam write them) that names a note "
-    "of the folder becomes a markdown link to it, and a #tag in a note's text one of its tags."
+    "of the folder becomes a markdown link to it, a #tag in a note's text one of its tags, and the "
+    "key:: value lines a page opens with (as Logseq writes them) its frontmatter."
 )
 
 

@@ -46,19 +46,19 @@ def test_joined_tags_keep_what_is_written_and_add_what_it_lacks_in_any_case():
     assert joined_tags("a,A", []) == "a,A"  # the frontmatter's own, as written
 
 
-def test_a_note_read_with_hashtags_has_its_texts_tags_after_the_frontmatters():
+def test_a_note_read_as_a_vaults_has_its_texts_tags_after_the_frontmatters():
     raw = b"---\ntags: [storage, adr]\n---\n# Log\n\nA #Storage note about #raft, and #raft again.\n"
     assert parse_note(raw, "/kb/log.md").metadata["tags"] == "storage,adr"  # without: the frontmatter's
-    note = parse_note(raw, "/kb/log.md", hashtags=True)
+    note = parse_note(raw, "/kb/log.md", vault=True)
     assert note.metadata["tags"] == "storage,adr,raft" and note.tags_left_out == ()
-    bare = parse_note(b"# Log\n\n#raft\n", "/kb/log.md", hashtags=True)
+    bare = parse_note(b"# Log\n\n#raft\n", "/kb/log.md", vault=True)
     assert dict(bare.metadata) == {"title": "Log", "tags": "raft"}
 
 
 def test_tags_past_the_metadata_limit_are_left_out_and_named_and_the_note_is_kept():
     words = [f"tag{n:03d}" for n in range(200)]  # about 1,400 bytes of tags
     raw = ("# Many\n\n" + " ".join(f"#{w}" for w in words) + "\n").encode()
-    note = parse_note(raw, "/kb/many.md", hashtags=True)
+    note = parse_note(raw, "/kb/many.md", vault=True)
     kept = note.metadata["tags"].split(",")
     assert kept == words[: len(kept)] and note.tags_left_out == tuple(words[len(kept) :])
     assert note.tags_left_out  # some did not fit
@@ -69,7 +69,7 @@ def test_tags_past_the_metadata_limit_are_left_out_and_named_and_the_note_is_kep
 
 def test_a_note_with_the_most_keys_and_no_tags_key_takes_no_tags():
     keys = "".join(f"k{n}: v\n" for n in range(49))  # 49 keys and the title: the most allowed
-    note = parse_note(f"---\n{keys}---\n# T\n\n#raft\n".encode(), "/kb/t.md", hashtags=True)
+    note = parse_note(f"---\n{keys}---\n# T\n\n#raft\n".encode(), "/kb/t.md", vault=True)
     assert "tags" not in note.metadata and note.tags_left_out == ("raft",)
 
 
@@ -89,7 +89,7 @@ def test_tags_never_refuse_a_note_and_each_is_written_in_its_text(text: str, pad
         plain = parse_note(raw, "/kb/t.md")
     except BadRequestError:
         return  # refused without reading tags too (over the limit, a control character)
-    note = parse_note(raw, "/kb/t.md", hashtags=True)
+    note = parse_note(raw, "/kb/t.md", vault=True)
     assert validate_publisher_metadata(note.metadata) == dict(note.metadata)
     assert {k: v for k, v in note.metadata.items() if k != "tags"} == {
         k: v for k, v in plain.metadata.items() if k != "tags"

@@ -211,16 +211,19 @@ def test_folder_names_read_each_notes_aliases(tmp_path: Path):
     (tmp_path / "glossary.md").write_text("---\nalias: terms, words\n---\n# Glossary\n")
     (tmp_path / "broken.md").write_text("---\naliases: [unclosed\n---\n# Broken\n")
     (tmp_path / "plain.md").write_text("# Plain\n")
+    (tmp_path / "page.md").write_text("alias:: [[Logseq page]], LP\n\n- a block\n")  # Logseq's properties
     aliases = NoteAliases(tmp_path)
-    names = FolderNames(lambda: ["adr/Segment log.md", "glossary.md", "broken.md", "plain.md", "gone.md"], aliases)
-    found = names.current()
-    assert [found.find(name, "x.md") for name in ("sl", "segment", "Terms", "words", "unclosed")] == [
+    listed = ["adr/Segment log.md", "glossary.md", "broken.md", "plain.md", "page.md", "gone.md"]
+    found = FolderNames(lambda: listed, aliases).current()
+    assert [found.find(name, "x.md") for name in ("sl", "segment", "Terms", "words", "unclosed", "lp")] == [
         "adr/Segment log.md",
         "adr/Segment log.md",
         "glossary.md",
         "glossary.md",
         None,
+        "page.md",
     ]
+    assert found.find("logseq page", "x.md") == "page.md"
     assert aliases(["plain.md", "gone.md"]) == {"plain.md": ()}
 
 

@@ -73,9 +73,9 @@ class Source:
         return tuple(forms)
 
     @property
-    def hashtags(self) -> bool:
-        """Whether a `#tag` in a note's text is one of its tags: in a folder written for wiki
-        links, whose editors read them so (`hashtag`)."""
+    def vault(self) -> bool:
+        """Whether notes are read as the editors that write wiki links write them: their
+        `key:: value` properties and `#tags` (`note.parse_note`)."""
         return self.names is not None
 
 
@@ -124,7 +124,7 @@ async def import_file(source: Source, target: Target, relative: str) -> FileResu
         return FileResult(relative, "", Outcome.REFUSED, problems=(exc.message,))
     try:
         raw = read_file(source.folder / relative)
-        worktree = parse_note(raw, path, links=source.links, hashtags=source.hashtags)
+        worktree = parse_note(raw, path, links=source.links, vault=source.vault)
         current, restored = await _current(target, path)
         problems: list[str] = []
         versions = _versions(source, relative, raw, worktree, current, problems)
@@ -213,7 +213,7 @@ def _versions(
                 worktree.path,
                 revision_metadata(revision),
                 source.links,
-                hashtags=source.hashtags,
+                vault=source.vault,
             )
         except DemarkusError as exc:
             problems.append(f"commit {revision.commit[:12]} left out: {exc.message}")
@@ -221,10 +221,10 @@ def _versions(
         versions.append(Version(note.body, note.metadata, revision.time))
     head = history[-1]
     if raw == source.history.read(head):
-        last = parse_note(raw, worktree.path, revision_metadata(head), source.links, hashtags=source.hashtags)
+        last = parse_note(raw, worktree.path, revision_metadata(head), source.links, vault=source.vault)
         versions.append(Version(last.body, last.metadata, head.time))
     else:  # parsed again with its mark, so the tags leave room for it
-        last = parse_note(raw, worktree.path, {GIT_BASE: head.commit}, source.links, hashtags=source.hashtags)
+        last = parse_note(raw, worktree.path, {GIT_BASE: head.commit}, source.links, vault=source.vault)
         versions.append(Version(last.body, last.metadata))
     problems.extend(_tags_left_out(last))
     return versions

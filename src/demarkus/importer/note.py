@@ -21,6 +21,7 @@ from ..markdown.relations import written_reference
 from ..protocol import MAX_BODY, MAX_METADATA, MAX_PUBLISHER_BYTES, MAX_PUBLISHER_KEYS, validate_publisher_metadata
 from ..store.layout import check_segments
 from .hashtag import inline_tags, joined_tags
+from .properties import split_properties
 
 __all__ = [
     "MAX_FILE",
@@ -96,15 +97,17 @@ def parse_note(
     extra: Mapping[str, str] | None = None,
     links: Sequence[LinkForm] = (),
     *,
-    hashtags: bool = False,
+    vault: bool = False,
 ) -> Note:
     """The note at document path `path` from the file's bytes; `extra` metadata (git's)
     is added after the frontmatter's. A note without a title takes its first H1. Links
     and relations in one of the `links` forms (a web address, a wiki link) name the note
     in the store, and the relations a form declares in the body join the frontmatter's.
-    With `hashtags`, the tags its text writes (`hashtag.inline_tags`) join the
-    frontmatter's, as many as the metadata limit leaves room for: a note is never refused
-    for them, and those left out are named in `Note.tags_left_out`.
+    A `vault` note is read as the editors that write wiki links write it: without a `---`
+    block, the `key:: value` lines it opens with are its frontmatter (`properties`), and
+    the tags its text writes (`hashtag.inline_tags`) join the frontmatter's, as many as the
+    metadata limit leaves room for: a note is never refused for them, and those left out
+    are named in `Note.tags_left_out`.
 
     Raises:
         BadRequestError: not UTF-8, too large, bad frontmatter, no text, or metadata the
@@ -119,6 +122,8 @@ def parse_note(
     parts = split_frontmatter(text)
     fields = parse_frontmatter(parts.block) if parts.block is not None else {}
     text = parts.body
+    if vault and parts.block is None:
+        fields, text = split_properties(text)
     declared: dict[str, list[str]] = {}
     for form in links:
         for predicate, targets in form.relations(text, path).items():
@@ -141,7 +146,7 @@ def parse_note(
         checked = validate_publisher_metadata(metadata)
     except BadRequestError as exc:
         raise BadRequestError(f"frontmatter: {exc}") from None
-    left_out = _add_tags(checked, inline_tags(text)) if hashtags else ()
+    left_out = _add_tags(checked, inline_tags(text)) if vault else ()
     return Note(path=path, body=body, metadata=MappingProxyType(checked), tags_left_out=left_out)
 
 
@@ -219,9 +224,12 @@ metadata than a document may, and its note is refused anyway."""
 def _aliases(file: Path) -> tuple[str, ...]:
     try:  # the head may end inside a character: only the body beyond the block can be cut
         parts = split_frontmatter(read_file(file, FRONTMATTER_HEAD).decode("utf-8", "replace"))
-        if parts.block is None or "alias" not in parts.block:  # most notes have none: no YAML to read
+        if parts.block is None:
+            fields, _ = split_properties(parts.body)  # a page opening with `alias:: ...` (Logseq's)
+        elif "alias" in parts.block:
+            fields = parse_frontmatter(parts.block)
+        else:  # most notes have none: no YAML to read
             return ()
-        fields = parse_frontmatter(parts.block)
     except BadRequestError:
         return ()
     found: list[str] = []

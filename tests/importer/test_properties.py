@@ -1,0 +1,74 @@
+"""Page properties written as `key:: value` lines (Logseq's): pure, no store."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from demarkus.importer import parse_note
+from demarkus.importer.properties import _PROPERTY, split_properties
+from demarkus.importer.wikilink import Names, WikiLinks
+
+
+def test_the_lines_a_page_opens_with_are_its_fields_and_leave_the_body():
+    page = (
+        "title:: Segment log\n"
+        "Tags:: storage, [[adr]], #raft, #[[write path]]\n"
+        "alias:: SL\n"
+        "Depends_On:: [[Index layout]]\n"
+        "empty::\n"
+        "\n\n- Segments are append-only.\n  id:: 64f0c1\n"
+    )
+    fields, body = split_properties(page)
+    assert fields == {
+        "title": "Segment log",
+        "tags": ["storage", "adr", "raft", "write path"],
+        "alias": ["SL"],
+        "depends-on": "[[Index layout]]",
+    }
+    assert body == "- Segments are append-only.\n  id:: 64f0c1\n"  # a block's own property stays
+
+
+def test_a_page_that_opens_with_anything_else_has_no_properties():
+    for text in (
+        "# T\n\ntitle:: later\n",
+        "text\ntitle:: x\n",
+        " title:: indented\n",
+        "a b:: c\n",
+        "std::vector\n",
+        "",
+    ):
+        assert split_properties(text) == ({}, text)
+
+
+def test_a_vault_note_with_properties_has_them_as_metadata_and_its_relation_resolved():
+    wiki = WikiLinks(Names.of(["Index layout.md", "log.md"]), "/kb")
+    raw = b"title:: Segment log\ntags:: storage, [[adr]]\nalias:: SL\ndepends-on:: [[Index layout]]\n\n- Text #raft\n"
+    note = parse_note(raw, "/kb/log.md", links=(wiki,), vault=True)
+    assert dict(note.metadata) == {
+        "title": "Segment log",
+        "tags": "storage,adr,raft",
+        "alias": "SL",
+        "rel-depends-on": "/kb/Index%20layout.md",
+    }
+    assert note.body == b"- Text #raft\n"
+    plain = parse_note(raw, "/kb/log.md")  # not a vault: the lines are text
+    assert plain.body == raw and "tags" not in plain.metadata
+
+
+def test_a_vault_note_with_a_frontmatter_block_keeps_its_property_like_lines_as_text():
+    raw = b"---\ntitle: T\n---\nkey:: value\n"
+    note = parse_note(raw, "/kb/t.md", vault=True)
+    assert dict(note.metadata) == {"title": "T"} and note.body == b"key:: value\n"
+
+
+@given(st.lists(st.sampled_from(["a:: 1", "B_c:: [[x]], #y", "tags:: p", "d::", "std::v", "- text", "", " e:: 2"])))
+def test_only_the_property_lines_a_page_opens_with_and_the_blank_lines_after_them_are_taken(lines: list[str]):
+    text = "\n".join(lines)
+    fields, body = split_properties(text)
+    assert text.endswith(body)
+    taken = text[: len(text) - len(body)].splitlines()
+    assert all(_PROPERTY.fullmatch(line) or not line.strip() for line in taken)
+    assert bool(taken) == bool(lines and _PROPERTY.fullmatch(lines[0]))
+    if body and _PROPERTY.match(body):  # more property lines only after a blank line ended them
+        assert any(not line.strip() for line in taken)
