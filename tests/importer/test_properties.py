@@ -56,6 +56,12 @@ def test_a_vault_note_with_properties_has_them_as_metadata_and_its_relation_reso
     assert plain.body == raw and "tags" not in plain.metadata
 
 
+def test_a_page_of_properties_only_keeps_them_as_its_text_too():
+    raw = b"type:: [[Property]]\nurl:: https://schema.org/url\n"
+    note = parse_note(raw, "/kb/url.md", vault=True)
+    assert dict(note.metadata) == {"type": "[[Property]]", "url": "https://schema.org/url"} and note.body == raw
+
+
 def test_a_vault_note_with_a_frontmatter_block_keeps_its_property_like_lines_as_text():
     raw = b"---\ntitle: T\n---\nkey:: value\n"
     note = parse_note(raw, "/kb/t.md", vault=True)

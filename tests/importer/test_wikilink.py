@@ -227,6 +227,17 @@ def test_folder_names_read_each_notes_aliases(tmp_path: Path):
     assert aliases(["plain.md", "gone.md"]) == {"plain.md": ()}
 
 
+def test_a_logseq_page_is_named_by_its_namespace_and_its_title(tmp_path: Path):
+    (tmp_path / "pages").mkdir()
+    (tmp_path / "pages" / "New to Logseq%3F.md").write_text("title:: New to Logseq?\n\n- Welcome\n")
+    listed = ["pages/New to Logseq%3F.md", "pages/Whiteboard___Object.md", "pages/Old%2FName.md", "pages/a___b.md"]
+    names = FolderNames(lambda: listed, NoteAliases(tmp_path)).current()
+    assert names.find("New to Logseq?", "pages/x.md") == "pages/New to Logseq%3F.md"  # its title
+    assert names.find("Whiteboard/Object", "pages/x.md") == "pages/Whiteboard___Object.md"
+    assert names.find("old/name", "pages/x.md") == "pages/Old%2FName.md"  # the older file name
+    assert names.find("a/b", "x.md") == "pages/a___b.md" and names.find("a", "x.md") is None
+
+
 def test_aliases_are_read_again_only_when_the_file_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     import demarkus.importer.note as note_module
 

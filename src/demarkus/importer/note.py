@@ -123,7 +123,8 @@ def parse_note(
     fields = parse_frontmatter(parts.block) if parts.block is not None else {}
     text = parts.body
     if vault and parts.block is None:
-        fields, text = split_properties(text)
+        fields, rest = split_properties(text)
+        text = rest if rest.strip() else text  # a page of properties only: they are its text too
     declared: dict[str, list[str]] = {}
     for form in links:
         for predicate, targets in form.relations(text, path).items():
@@ -192,7 +193,8 @@ def is_note(folder: Path, relative: str) -> bool:
 
 
 class NoteAliases:
-    """The aliases each note of a folder gives itself in its frontmatter, read again only
+    """The aliases each note of a folder gives itself in its frontmatter (a page of
+    `key:: value` properties: its `alias` and its `title`, Logseq's names), read again only
     when the file's size or modification time changed (a watcher asks after every batch);
     what it keeps is for the notes of the last listing only. A note that cannot be read or
     parsed has none: its import reports why."""
@@ -233,6 +235,9 @@ def _aliases(file: Path) -> tuple[str, ...]:
     except BadRequestError:
         return ()
     found: list[str] = []
+    title = fields.get("title") if parts.block is None else None  # a page's own name (Logseq's)
+    if isinstance(title, str):
+        found.append(title)
     for key in ALIAS_KEYS:
         value = fields.get(key)
         if isinstance(value, str):
