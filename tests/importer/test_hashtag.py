@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from demarkus.errors import BadRequestError
 from demarkus.importer import parse_note
 from demarkus.importer.hashtag import inline_tags, joined_tags
+from demarkus.importer.wikilink import Names, WikiLinks
 from demarkus.protocol import MAX_PUBLISHER_BYTES, validate_publisher_metadata
 
 
@@ -29,10 +30,19 @@ from demarkus.protocol import MAX_PUBLISHER_BYTES, validate_publisher_metadata
         ("C# and page#part and (#paren) and [#Context](#context)", []),  # not after a space
         ("a `#code` span", []),
         ("\\#escaped", []),
+        ("#[[write path]] and #[[ a/b ]]", ["write path", "a/b"]),  # Logseq's, a name with spaces
+        ("#[[a, b]] and x#[[c]]", []),  # a comma, or not after a space
     ],
 )
 def test_a_tag_is_a_hash_after_a_space_then_a_word_holding_a_letter(line: str, tags: list[str]):
     assert inline_tags(f"# Title\n\n{line}\n") == tags
+
+
+def test_a_logseq_tag_naming_a_page_is_a_tag_and_a_link():
+    wiki = WikiLinks(Names.of(["write path.md", "log.md"]), "/kb")
+    note = parse_note(b"- Appends go down the #[[write path]].\n", "/kb/log.md", links=(wiki,), vault=True)
+    assert note.metadata["tags"] == "write path"
+    assert note.body == b"- Appends go down the #[write path](<write path.md>).\n"
 
 
 def test_code_and_html_blocks_hold_no_tags():
@@ -74,7 +84,7 @@ def test_a_note_with_the_most_keys_and_no_tags_key_takes_no_tags():
 
 
 TEXT = st.lists(
-    st.sampled_from(["#ab", " #Ab/c-d", "#1984", " `#code` ", "#", "C#", "\n", " ", "word", "é", "*#x*"])
+    st.sampled_from(["#ab", " #Ab/c-d", "#1984", " `#code` ", "#", "C#", "\n", " ", "word", "é", "*#x*", " #[[a b]]"])
     | st.text(max_size=3),
     max_size=60,
 ).map("".join)
@@ -98,4 +108,5 @@ def test_tags_never_refuse_a_note_and_each_is_written_in_its_text(text: str, pad
     written = note.metadata.get("tags")
     added = written.split(",")[len(held.split(",")) if held else 0 :] if written else []
     for tag in [*added, *note.tags_left_out]:
-        assert re.fullmatch(r"[\w/-]+", tag) and re.search(r"[^\W\d_]", tag) and f"#{tag}" in text
+        written = f"#{tag}" in text if re.fullmatch(r"[\w/-]+", tag) else f"#[[{tag}]]" in text
+        assert written and re.search(r"[^\W\d_]", tag) and "," not in tag

@@ -7,7 +7,8 @@ the `tags` of its frontmatter::
 
 A tag is `#` at the start of a line or after a space, then letters, digits, `_`, `-` and
 `/` (a nested tag, `#inbox/to-read`), holding at least one letter: `#1984` is an issue
-number, `# Title` a heading, `C#` and `page#part` no tag. Code blocks, code spans and HTML
+number, `# Title` a heading, `C#` and `page#part` no tag. Logseq's `#[[write path]]` is
+the tag `write path` (a name with a comma is none: a `tags` value is a comma list). Code blocks, code spans and HTML
 blocks are text, as for links. Each tag counts once whatever its case (the first spelling
 is kept), as those editors and the catalog's `tag=` filter compare them.
 """
@@ -21,8 +22,8 @@ from ..markdown.rewrite import in_spans, rewrite_outside_code
 
 __all__ = ["inline_tags", "joined_tags"]
 
-_TAG = re.compile(r"(?<!\S)#([\w/-]+)")
-_MAYBE = re.compile(r"#[\w/-]")
+_TAG = re.compile(r"(?<!\S)#(?:\[\[([^\[\],\r\n]+)\]\]|([\w/-]+))")
+_MAYBE = re.compile(r"#[\w/\[-]")
 """A cheap test first (a literal `#` is found fast): a body without it is not parsed."""
 _LETTER = re.compile(r"[^\W\d_]")
 
@@ -33,7 +34,7 @@ def inline_tags(body: str) -> list[str]:
 
     def collect(line: str, spans: list[tuple[int, int]]) -> str:
         for match in _TAG.finditer(line):
-            tag = match.group(1).strip("/")
+            tag = (match.group(1) or match.group(2)).strip().strip("/")
             if _LETTER.search(tag) and not in_spans(match.start(), spans):
                 found.append(tag)
         return line

@@ -125,6 +125,7 @@ def parse_note(
     if vault and parts.block is None:
         fields, rest = split_properties(text)
         text = rest if rest.strip() else text  # a page of properties only: they are its text too
+    tags = inline_tags(text) if vault else []  # before links are rewritten: `#[[a b]]` is a tag
     declared: dict[str, list[str]] = {}
     for form in links:
         for predicate, targets in form.relations(text, path).items():
@@ -147,7 +148,7 @@ def parse_note(
         checked = validate_publisher_metadata(metadata)
     except BadRequestError as exc:
         raise BadRequestError(f"frontmatter: {exc}") from None
-    left_out = _add_tags(checked, inline_tags(text)) if vault else ()
+    left_out = _add_tags(checked, tags)
     return Note(path=path, body=body, metadata=MappingProxyType(checked), tags_left_out=left_out)
 
 
