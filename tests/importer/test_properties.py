@@ -59,7 +59,19 @@ def test_a_vault_note_with_properties_has_them_as_metadata_and_its_relation_reso
 def test_a_page_of_properties_only_keeps_them_as_its_text_too():
     raw = b"type:: [[Property]]\nurl:: https://schema.org/url\n"
     note = parse_note(raw, "/kb/url.md", vault=True)
-    assert dict(note.metadata) == {"type": "[[Property]]", "url": "https://schema.org/url"} and note.body == raw
+    assert dict(note.metadata) == {"type": "[[Property]]", "url": "https://schema.org/url", "title": "url"}
+    assert note.body == raw
+
+
+def test_a_vault_note_without_a_title_or_heading_is_titled_by_its_page_name():
+    def title(path: str, vault: bool = True) -> str | None:
+        return parse_note(b"- a block\n", path, vault=vault).metadata.get("title")
+
+    assert title("/kb/pages/Whiteboard___Object.md") == "Whiteboard/Object"  # Logseq's namespace
+    assert title("/kb/pages/New to Logseq%3F.md") == "New to Logseq?"
+    assert title("/kb/pages/Old%2FName.md") == "Old/Name"
+    assert title("/kb/pages/odd%0Aname.md") is None  # no title holds a line break: none
+    assert title("/kb/pages/Plain.md", vault=False) is None  # the catalog shows the file name
 
 
 def test_a_vault_note_with_a_frontmatter_block_keeps_its_property_like_lines_as_text():

@@ -6,12 +6,14 @@ a file (never through a symlink) and nothing else.
 from __future__ import annotations
 
 import os
+import posixpath
 import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Protocol
+from urllib.parse import unquote
 
 from ..catalog import ALIAS_KEYS
 from ..errors import BadRequestError
@@ -30,6 +32,7 @@ __all__ = [
     "NoteAliases",
     "document_path",
     "is_note",
+    "page_name",
     "parse_note",
     "shown",
 ]
@@ -143,6 +146,8 @@ def parse_note(
         heading = first_heading(body)
         if heading:
             metadata["title"] = heading
+        elif vault and page_name(path).isprintable():  # those editors show it by its file's name
+            metadata["title"] = page_name(path)
     metadata.update(extra or {})
     try:
         checked = validate_publisher_metadata(metadata)
@@ -150,6 +155,13 @@ def parse_note(
         raise BadRequestError(f"frontmatter: {exc}") from None
     left_out = _add_tags(checked, tags)
     return Note(path=path, body=body, metadata=MappingProxyType(checked), tags_left_out=left_out)
+
+
+def page_name(path: str) -> str:
+    """A note's name in the editors that write wiki links: its file name without `.md`,
+    Logseq's `___` (formerly `%2F`) as the `/` of a namespace and its other escapes
+    decoded (`New to Logseq%3F.md` is `New to Logseq?`)."""
+    return unquote(posixpath.basename(path).removesuffix(".md").replace("___", "/"))
 
 
 def _add_tags(metadata: dict[str, str], found: Sequence[str]) -> tuple[str, ...]:
