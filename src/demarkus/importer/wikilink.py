@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from ..errors import DemarkusError
 from ..markdown.rewrite import Spans, destination, in_spans, rewrite_outside_code
 from ..markdown.sections import slugify
-from .note import document_path
+from .note import document_path, page_name
 
 __all__ = ["FolderNames", "Names", "WikiLinks"]
 
@@ -57,9 +57,6 @@ _LINK_TEXT_END = re.compile(r"[^\[\]\r\n]*\]\(")
 """What follows a wiki link inside a markdown link's text (`[see [[B]] too](url)`): no
 bracket, then the `](` that ends the text; a link inside a link's text is no link."""
 _PREDICATE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
-_NAMESPACE = re.compile(r"___|%2f")
-"""How Logseq writes the `/` of a namespaced page's name (`Whiteboard/Object`) in its file
-name: `___`, formerly `%2F`."""
 _ESCAPE = re.compile(r"([\\\[\]<>`])")
 """What a link's text escapes: its brackets, and what could open a code span or raw HTML
 across the `](` that closes it."""
@@ -69,9 +66,9 @@ across the `](` that closes it."""
 class Names:
     """The folder's notes (relative `/`-separated paths ending in `.md`) by every name a
     wiki link may give them: the end of their path without `.md`, lower-cased, from the
-    file name alone to the whole path (and a namespaced page's name, `a/b` for
-    `a___b.md`), and (when no file is so named) an alias its frontmatter gives it; each
-    name's notes best first."""
+    file name alone to the whole path (and its page name, `note.page_name`: `a/b` for
+    Logseq's `a___b.md`), and (when no file is so named) an alias its frontmatter gives
+    it; each name's notes best first."""
 
     notes: Mapping[str, tuple[str, ...]]
     aliased: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
@@ -84,7 +81,7 @@ class Names:
             parts = file[: -len(".md")].lower().split("/")
             for start in range(len(parts)):
                 named.setdefault("/".join(parts[start:]), []).append(file)
-            page = _NAMESPACE.sub("/", parts[-1])  # Logseq's file for the page `a/b`: `a___b.md`
+            page = page_name(file).lower()  # Logseq's file for the page `a/b`: `a___b.md`
             if page != parts[-1]:
                 named.setdefault(page, []).append(file)
             for alias in (aliases or {}).get(file, ()):
