@@ -146,8 +146,8 @@ def parse_note(
         heading = first_heading(body)
         if heading:
             metadata["title"] = heading
-        elif vault and page_name(path).isprintable():  # those editors show it by its file's name
-            metadata["title"] = page_name(path)
+        elif vault and (name := page_name(path)).isprintable():  # those editors show it by its file's name
+            metadata["title"] = name
     metadata.update(extra or {})
     try:
         checked = validate_publisher_metadata(metadata)
