@@ -40,6 +40,19 @@ def test_a_hit_names_the_innermost_section_holding_the_words(index: SectionIndex
     assert hits[0].title == "Guide"
 
 
+def test_an_outliners_bullet_heading_is_a_row_of_its_own(index: SectionIndex) -> None:
+    fill(index)
+    put(
+        index,
+        "/Tasks.md",
+        "- ## Usage\n\t- Mark a block LATER or NOW.\n- ## Functionality\n"
+        "\t- ### Deadline\n\t\t- Type the zorbex command to set a deadline.\n",
+    )
+    hits = index.search("zorbex deadline", "/", limit=5)
+    assert where(hits)[0] == ("/Tasks.md", "deadline")
+    assert hits[0].heading == "Deadline"
+
+
 def test_a_document_without_headings_is_one_bare_path_row(index: SectionIndex) -> None:
     fill(index)
     assert put(index, "/note.md", "Just a note about the quixotic parser.\n") == 1

@@ -45,7 +45,7 @@ def anchors(body: str) -> list[str]:
         ("Two line\nsetext\n===\n", [(1, "Two line setext")]),
         ("```\n# fenced\n```\n~~~md\n## tilde\n~~~\n", []),
         ("    # indented code\n", []),
-        ("- # in a list\n1. ## in an ordered list\n", []),
+        ("- # in a list\n1. ## in an ordered list\n", [(1, "in a list"), (2, "in an ordered list")]),
         ("> # in a quote\n", []),
         ("<div>\n# in html\n</div>\n", []),
         ("#\n\n# #\n\n##   ##\n\nreal\n===\n", [(1, "real")]),
@@ -69,7 +69,9 @@ def anchors(body: str) -> list[str]:
         "heading-interrupts-paragraph",
     ],
 )
-def test_top_level_atx_and_setext_headings_become_sections(body: str, expected: list[tuple[int, str]]) -> None:
+def test_atx_and_setext_headings_at_top_level_or_in_list_items_become_sections(
+    body: str, expected: list[tuple[int, str]]
+) -> None:
     assert titles(body) == expected
 
 
@@ -399,9 +401,12 @@ def _check_invariants(body: bytes) -> Outline:
 @given(_documents())
 def test_sections_partition_any_generated_document_exactly(body: bytes) -> None:
     outline = _check_invariants(body)
-    # each heading's own bytes, parsed alone (inline too), are that heading with that title
+    # each top-level heading's own bytes, parsed alone (inline too), are that heading with
+    # that title (one in a list item is read in its item: alone, `    # a` is code)
     md = MarkdownIt("commonmark")
     for s in outline.sections:
+        if s.in_list:
+            continue
         tokens = md.parse(body[s.start : s.heading_end].decode())
         assert [(t.type, t.tag) for t in tokens[:1]] == [("heading_open", f"h{s.level}")]
         assert len([t for t in tokens if t.type == "heading_open"]) == 1
@@ -433,6 +438,50 @@ def test_block_starts_are_where_a_section_can_be_cut():
     )
     starts = block_starts(body)
     assert [body[s:].split(b"\n", 1)[0] for s in starts] == [b"# T", b"Para one", b"- a", b"- b", b"```", b"| a | b |"]
+
+
+def test_an_outliners_headings_in_list_items_are_sections_but_a_quoted_heading_is_not():
+    body = (
+        b"title:: Tasks\n"
+        b"- ## Usage\n"
+        b"\t- Two flavours of markers\n"
+        b"- ## Functionality\n"
+        b"\t- ### Priorities\n"
+        b"\t\t- Three built-in priorities\n"
+        b"\t- ### Deadline\n"
+        b"\t\t- Set a date\n"
+        b"> ## Quoted template heading\n"
+        b"# Top\n"
+    )
+    outline = parse_outline(body)
+    assert [(s.anchor, s.level, s.parent, s.in_list) for s in outline.sections] == [
+        ("usage", 2, None, True),
+        ("functionality", 2, None, True),
+        ("priorities", 3, "functionality", True),
+        ("deadline", 3, "functionality", True),
+        ("top", 1, None, False),
+    ]
+    deadline = outline.sections[3]
+    assert outline.text(deadline) == b"\t- ### Deadline\n\t\t- Set a date\n> ## Quoted template heading\n"
+    assert outline.own_text(outline.sections[1]) == b"- ## Functionality\n"  # marker included
+    assert outline.preamble == b"title:: Tasks\n"
+
+
+def test_a_heading_in_a_list_item_is_cut_as_a_top_level_one_is():
+    """At its line, at each block after it in its item, at each item of a list there; the
+    item's deeper items stay in their parent's block."""
+    body = b"- ## A\n  para one\n\n  para two\n  - x\n  - y\n    - deep\n- plain item\n- ## B\n  - z\n"
+    starts = block_starts(body)
+    assert [body[s:].split(b"\n", 1)[0] for s in starts] == [
+        b"- ## A",
+        b"  para one",
+        b"  para two",
+        b"  - x",
+        b"  - y",
+        b"- plain item",
+        b"- ## B",
+        b"  - z",
+    ]
 
 
 @settings(max_examples=100, deadline=None)

@@ -74,12 +74,12 @@ from .query import (
 
 log = logging.getLogger("demarkus.index")
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """Bumped whenever what a file holds changes: its tables, or the rows a body is cut into,
 so an index built before is refilled on open rather than kept with rows the parser no
 longer makes. 1 lacked `sections.importance`; 2 read a heading after a byte-order mark as
 text, and YAML front matter as a heading made of its keys; 3 left a document's aliases
-out of its `meta` column."""
+out of its `meta` column; 4 read a heading inside a list item as text."""
 TOKENIZE = "porter unicode61 remove_diacritics 2"
 
 _SCHEMA = f"""

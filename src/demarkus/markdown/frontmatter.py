@@ -136,9 +136,10 @@ def map_metadata(
 
 
 def first_heading(body: bytes) -> str | None:
-    """The text of the first level-1 heading (outside code blocks), if any."""
+    """The text of the first top-level level-1 heading (outside code blocks and lists), if
+    any: a `# ` bullet of an outliner's page is one of its blocks, not its title."""
     for section in parse_outline(body).sections:
-        if section.level == 1 and section.title.strip():
+        if section.level == 1 and not section.in_list and section.title.strip():
             return section.title.strip()
     return None
 

@@ -11,10 +11,13 @@ higher level (so it includes its sub-sections)::
     # C               <- C.start = A.end = B.end = B.own_end
     text of C         <- C.end = C.own_end = len(body)
 
-Headings are CommonMark ATX and setext headings at the top level of the document
-(markdown-it-py, `heading_open` tokens with nesting `level == 0`): never `#` lines
-inside fenced or indented code, lists, blockquotes or HTML blocks. Headings whose
-text is empty are not sections; their bytes belong to the section before them.
+Headings are CommonMark ATX and setext headings (markdown-it-py `heading_open` tokens)
+at the top level of the document or inside list items, where an outliner writes every
+heading (Logseq's `- ## Usage`; a spec's `- #### name()`), as GitHub anchors them: never
+`#` lines inside fenced or indented code or HTML blocks, nor inside blockquotes (a quoted
+heading belongs to the quoted text, not to this document's outline). A heading in a list
+item starts at the start of its line, marker included. Headings whose text is empty are
+not sections; their bytes belong to the section before them.
 A heading with text but an empty slug (`# !!!`, `# 🎉`) is anchored `section`
 (`section-1`, ... when repeated), so every section stays addressable.
 
@@ -31,8 +34,10 @@ headings takes about 2 s.
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,6 +86,8 @@ class Section:
     """Number of lines in [start, end); a final line without a line ending counts."""
     parent: str | None
     """Anchor of the enclosing section, None at the top."""
+    in_list: bool = False
+    """The heading sits in a list item (an outliner's bullet), not at the top level."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +147,7 @@ def slugify(text: str) -> str:
 
 
 def parse_outline(body: bytes) -> Outline:
-    """Every top-level heading of `body` as a `Section`, in document order.
+    """Every heading of `body` (see the module docstring) as a `Section`, in document order.
 
     Raises:
         BadRequestError: `body` is not UTF-8.
@@ -198,13 +205,41 @@ def parse_blocks(body: bytes) -> tuple[Outline, list[int]]:
 
 
 def _block_starts(parsed: ParsedBody) -> list[int]:
+    """A heading inside a list item is cut as a top-level one is: at its line, at each
+    block after it in its item, and at each item of a list there (an outliner's bullets
+    under a `- ## Usage`), so no block runs across a section's start."""
+    tokens, offs = parsed.tokens, parsed.line_starts
     starts: set[int] = set()
-    for token in parsed.tokens:
+    for token in tokens:
         if not token.map:
             continue
         if token.level == 0 or (token.type == "list_item_open" and token.level == 1):
-            starts.add(parsed.line_starts[token.map[0]])
+            starts.add(offs[token.map[0]])
+    for i, heading, lines in _headings(tokens):
+        if not heading.level:
+            continue
+        starts.add(offs[lines[0]])
+        for token in itertools.islice(tokens, i + 3, None):  # past heading_open, inline, heading_close
+            if token.type == "list_item_close" and token.level < heading.level:
+                break  # the end of the heading's item
+            if token.map and (
+                token.level == heading.level or (token.type == "list_item_open" and token.level == heading.level + 1)
+            ):
+                starts.add(offs[token.map[0]])
     return sorted(starts)
+
+
+def _headings(tokens: list[Token]) -> Iterator[tuple[int, Token, list[int]]]:
+    """(index, `heading_open` token, its line map) of each heading of the outline: at the
+    top level or in list items, none inside a blockquote."""
+    quoted = 0
+    for i, token in enumerate(tokens):
+        if token.type == "blockquote_open":
+            quoted += 1
+        elif token.type == "blockquote_close":
+            quoted -= 1
+        elif token.type == "heading_open" and token.map and not quoted:
+            yield i, token, token.map
 
 
 # --- shared with links.py -----------------------------------------------------------------
@@ -279,12 +314,10 @@ def parse_body(body: bytes, *, inline: bool) -> ParsedBody:
 def outline_from_parse(parsed: ParsedBody) -> Outline:
     """Build the outline from a parse made by `parse_body`."""
     body, offs = parsed.body, parsed.line_starts
-    # (level, title, start line, heading end line) of each non-empty top-level heading
-    found: list[tuple[int, str, int, int]] = []
+    # (level, title, start line, heading end line, in a list) of each non-empty heading
+    found: list[tuple[int, str, int, int, bool]] = []
     tokens = parsed.tokens
-    for i, token in enumerate(tokens):
-        if token.type != "heading_open" or token.level != 0 or not token.map:
-            continue
+    for i, token, lines in _headings(tokens):
         inline = tokens[i + 1]
         if parsed.inline:
             title = inline_text(inline.children or []).strip()
@@ -295,13 +328,13 @@ def outline_from_parse(parsed: ParsedBody) -> Outline:
             _BLOCKS.inline.parse(inline.content, _BLOCKS, parsed.env, children)
             title = inline_text(children).strip()
         if title:
-            found.append((int(token.tag[1]), title, token.map[0], token.map[1]))
+            found.append((int(token.tag[1]), title, lines[0], lines[1], token.level > 0))
 
     last_line = len(offs) - 1
     # A section ends where the next heading of the same or a higher level starts.
     end_lines = [last_line] * len(found)
     open_: list[int] = []
-    for k, (level, _, line, _) in enumerate(found):
+    for k, (level, _, line, _, _) in enumerate(found):
         while open_ and found[open_[-1]][0] >= level:
             end_lines[open_.pop()] = line
         open_.append(k)
@@ -309,7 +342,7 @@ def outline_from_parse(parsed: ParsedBody) -> Outline:
     anchors = _Anchors()
     sections: list[Section] = []
     ancestors: list[Section] = []
-    for k, (level, title, line, head_end_line) in enumerate(found):
+    for k, (level, title, line, head_end_line, in_list) in enumerate(found):
         while ancestors and ancestors[-1].level >= level:
             ancestors.pop()
         section = Section(
@@ -322,6 +355,7 @@ def outline_from_parse(parsed: ParsedBody) -> Outline:
             own_end=offs[found[k + 1][2]] if k + 1 < len(found) else len(body),
             lines=end_lines[k] - line,
             parent=ancestors[-1].anchor if ancestors else None,
+            in_list=in_list,
         )
         sections.append(section)
         ancestors.append(section)
