@@ -38,6 +38,19 @@ def test_a_tag_filter_ignores_case_and_the_order_is_score_then_importance():
     assert [e.path for e in catalog.search(["*"], "/", parse_filter("tag=snapshot"), 10)] == ["/c.md", "/a.md"]
 
 
+def test_a_nested_tag_is_also_under_each_tag_above_it():
+    catalog = Catalog()
+    catalog.put(entry("/reading.md", "Inbox/To-read"))
+    catalog.put(entry("/deep.md", "inbox/later/someday"))
+    catalog.put(entry("/other.md", "inboxes, myjob/work"))
+    inbox = parse_filter("tag=inbox")
+    assert [e.path for e in catalog.search(["*"], "/", inbox, 10)] == ["/deep.md", "/reading.md"]
+    assert [e.path for e in catalog.search(["*"], "/", parse_filter("tag=inbox/later"), 10)] == ["/deep.md"]
+    assert [e.path for e in catalog.search(["*"], "/", parse_filter("tag=work"), 10)] == []  # below, not above
+    assert [e.path for e in catalog.search(["*"], "/", parse_filter("tag=to-read"), 10)] == []
+    assert score(entry("/r.md", "inbox/to-read"), query_terms("inbox to-read")) == 1
+
+
 def test_the_generation_counts_every_change_and_only_changes():
     catalog = Catalog()
     start = catalog.generation

@@ -2,7 +2,9 @@
 
 A query term matches a document when it equals one of its tags (case-insensitive) or is a
 substring of its title or of one of its aliases (its other names: `aliases` or `alias`
-metadata, as Obsidian's frontmatter gives them). Score = number of distinct matching
+metadata, as Obsidian's frontmatter gives them). A nested tag (`inbox/to-read`, as Obsidian
+and Logseq write a tag's place in a hierarchy) also counts as each tag above it (`inbox`),
+for a term and for a `tag=` filter alike, as those editors' tag search reads it. Score = number of distinct matching
 terms. Order: score desc, importance desc, modified desc, path asc.
 """
 
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -34,13 +36,24 @@ class CatalogEntry:
     modified: datetime
     metadata: Mapping[str, str] = field(default_factory=dict)
     folded_tags: frozenset[str] = field(init=False, repr=False, compare=False)
-    """`tags` lower-cased once, not on every query."""
+    """`tags` and the tags above nested ones, lower-cased once, not on every query."""
     folded_names: str = field(init=False, repr=False, compare=False)
     """The title and the aliases, lower-cased, one per line."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "folded_tags", frozenset(t.lower() for t in self.tags))
+        object.__setattr__(self, "folded_tags", frozenset(_with_parents(t.lower() for t in self.tags)))
         object.__setattr__(self, "folded_names", "\n".join((self.title, *parse_aliases(self.metadata))).lower())
+
+
+def _with_parents(tags: Iterable[str]) -> Iterator[str]:
+    """Each tag, then each tag above it: `a/b/c` gives `a/b/c`, `a/b` and `a`."""
+    for tag in tags:
+        yield tag
+        parts = tag.split("/")
+        for end in range(1, len(parts)):
+            parent = "/".join(parts[:end])
+            if parent.strip():
+                yield parent
 
 
 def parse_importance(value: str | None) -> float:
