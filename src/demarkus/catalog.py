@@ -4,8 +4,9 @@ A query term matches a document when it equals one of its tags (case-insensitive
 substring of its title or of one of its aliases (its other names: `aliases` or `alias`
 metadata, as Obsidian's frontmatter gives them). A nested tag (`inbox/to-read`, as Obsidian
 and Logseq write a tag's place in a hierarchy) also counts as each tag above it (`inbox`),
-for a term and for a `tag=` filter alike, as those editors' tag search reads it. Score = number of distinct matching
-terms. Order: score desc, importance desc, modified desc, path asc.
+for a term and for a `tag=` filter alike, as those editors' tag search reads it. Score =
+number of distinct matching terms. Order: score desc, importance desc, modified desc, path
+asc.
 """
 
 from __future__ import annotations
