@@ -31,7 +31,9 @@ PEPS = SHARED_WORLDS / "peps"
 DEMO = REPO / "src" / "demarkus" / "worlds" / "demo"
 GO = BENCH / "worlds" / "go"
 """Design documents without metadata, kept in the repository (`bench/worlds/go/README.md`)."""
-VISIBLE_WORLDS = (PEPS, SHARED_WORLDS / "eth", SHARED_WORLDS / "rust", DEMO, GO)
+LOGSEQ = BENCH / "worlds" / "logseq"
+"""An outliner's graph, kept in the repository (`bench/worlds/logseq/README.md`)."""
+VISIBLE_WORLDS = (PEPS, SHARED_WORLDS / "eth", SHARED_WORLDS / "rust", DEMO, GO, LOGSEQ)
 """Every world a change is judged on."""
 PYTHON = sys.executable
 """Every subprocess runs this interpreter; a bench runs from the repository root as

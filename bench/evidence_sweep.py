@@ -34,7 +34,7 @@ def main() -> None:
         "--world",
         type=Path,
         action="append",
-        help="a world directory (repeat; default every visible world: peps, eth, rust, demo, go)",
+        help="a world directory (repeat; default every visible world: peps, eth, rust, demo, go, logseq)",
     )
     parser.add_argument("--budgets", type=int, nargs="+", default=[1000, 1500, 2000, 3000])
     parser.add_argument("--limits", type=int, nargs="+", default=[3, 10])
