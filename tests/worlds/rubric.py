@@ -3,6 +3,7 @@ found the way the scorer finds it (once, inside the cited section of the cited v
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,3 +36,21 @@ def assert_quote_in_section(documents: Mapping[str, WorldDocument], qid: str, it
     section = parse_outline(body).find(item["anchor"])
     assert section is not None and section.anchor == item["anchor"], (qid, item["anchor"])
     assert body[section.start : section.end].count(item["quote"].encode()) == 1, (qid, item["quote"])
+
+
+def assert_questions_and_rubric_agree(world: World, scope: str, count: int) -> None:
+    """`count` questions under `scope`, one of them `absent` (an empty rubric entry that
+    abstains), each other's answer and evidence naming exactly its fields, of their types."""
+    questions = {q["id"]: q for q in world.questions()}
+    rubric = world.rubric()
+    assert set(questions) == set(rubric) and len(questions) == count
+    assert Counter(q["category"] for q in questions.values())["absent"] == 1
+    for qid, q in questions.items():
+        entry = rubric[qid]
+        assert q["scope"] == scope
+        if q["category"] == "absent":
+            assert entry == {"answer": {}, "evidence": {}, "abstain": True}
+            continue
+        assert set(entry["answer"]) == set(q["fields"]) == set(entry["evidence"]), qid
+        for field, kind in q["fields"].items():
+            assert has_kind(entry["answer"][field], kind), (qid, field)

@@ -6,13 +6,12 @@ the way the scorer reads it: once, inside the cited section of the cited version
 
 from __future__ import annotations
 
-from collections import Counter
 from functools import cache
 from pathlib import Path
 
 from demarkus.worlds import World, WorldDocument, open_world
 
-from .rubric import assert_quote_in_section, evidence, has_kind
+from .rubric import assert_questions_and_rubric_agree, assert_quote_in_section, evidence
 
 GO = Path(__file__).resolve().parents[2] / "bench" / "worlds" / "go"
 
@@ -35,19 +34,7 @@ def test_the_corpus_is_design_documents_with_a_title_only() -> None:
 
 
 def test_questions_and_rubric_agree() -> None:
-    questions = {q["id"]: q for q in world().questions()}
-    rubric = world().rubric()
-    assert set(questions) == set(rubric) and len(questions) == 14
-    assert Counter(q["category"] for q in questions.values())["absent"] == 1
-    for qid, q in questions.items():
-        entry = rubric[qid]
-        assert q["scope"] == "/design"
-        if q["category"] == "absent":
-            assert entry == {"answer": {}, "evidence": {}, "abstain": True}
-            continue
-        assert set(entry["answer"]) == set(q["fields"]) == set(entry["evidence"]), qid
-        for field, kind in q["fields"].items():
-            assert has_kind(entry["answer"][field], kind), (qid, field)
+    assert_questions_and_rubric_agree(world(), "/design", 14)
 
 
 def test_every_quote_occurs_once_in_its_section() -> None:
