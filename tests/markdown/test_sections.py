@@ -401,6 +401,8 @@ def _check_invariants(body: bytes) -> Outline:
 @given(_documents())
 def test_sections_partition_any_generated_document_exactly(body: bytes) -> None:
     outline = _check_invariants(body)
+    # a block never runs across a section's start (a list item's heading included)
+    assert {s.start for s in outline.sections} <= set(block_starts(body))
     # each top-level heading's own bytes, parsed alone (inline too), are that heading with
     # that title (one in a list item is read in its item: alone, `    # a` is code)
     md = MarkdownIt("commonmark")
