@@ -306,6 +306,25 @@ def test_a_path_is_a_note_exactly_when_the_folder_import_reads_it(folder: Path):
     assert not is_note(folder, "missing.md") and not is_note(folder, "adr//0001-log.md")
 
 
+def test_a_logseq_graphs_own_folder_of_settings_and_page_backups_is_not_read(tmp_path: Path):
+    graph = tmp_path / "graph"
+    for relative in ("pages/Tasks.md", "journals/2024_01_15.md", "logseq/bak/pages/Tasks/2024-01-15T10_00.Desktop.md"):
+        (graph / relative).parent.mkdir(parents=True, exist_ok=True)
+        (graph / relative).write_text("- ## Usage\n\t- Mark a block LATER.\n")
+    (graph / "pages" / "logseq").mkdir()
+    (graph / "pages" / "logseq" / "note.md").write_text("A page folder of the same name is read.\n")
+    assert scan_folder(graph).files == (
+        "journals/2024_01_15.md",
+        "logseq/bak/pages/Tasks/2024-01-15T10_00.Desktop.md",  # no config.edn: not a Logseq graph
+        "pages/Tasks.md",
+        "pages/logseq/note.md",
+    )
+    (graph / "logseq" / "config.edn").write_text("{:meta/version 1}\n")
+    assert scan_folder(graph).files == ("journals/2024_01_15.md", "pages/Tasks.md", "pages/logseq/note.md")
+    assert not is_note(graph, "logseq/bak/pages/Tasks/2024-01-15T10_00.Desktop.md")
+    assert is_note(graph, "pages/logseq/note.md")
+
+
 def test_a_second_run_changes_nothing_and_an_edit_makes_exactly_one_version(folder: Path, tmp_path: Path):
     root = tmp_path / "store"
     run(folder, root)

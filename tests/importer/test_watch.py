@@ -165,6 +165,25 @@ async def test_a_wiki_link_to_a_note_that_comes_later_leads_to_it_once_its_note_
         assert "See [Gamma](gamma.md) and [the beta](beta.md), again.\n" in await run.tools.fetch("/notes/alpha.md")
 
 
+async def test_a_logseq_graphs_page_backups_are_not_followed(tmp_path: Path):
+    graph = tmp_path / "graph"
+    (graph / "logseq").mkdir(parents=True)
+    (graph / "logseq" / "config.edn").write_text("{:meta/version 1}\n")
+    (graph / "pages").mkdir()
+    (graph / "pages" / "Tasks.md").write_text("- ## Usage\n\t- Mark a block LATER.\n")
+    async with following(graph, tmp_path / "store") as run:
+        backups = graph / "logseq" / "bak" / "pages" / "Tasks"
+        backups.mkdir(parents=True)
+        (backups / "2024-01-15T10_00.Desktop.md").write_text("- ## Usage\n\t- The zorbex backup.\n")
+        (graph / "pages" / "Tasks.md").write_text("- ## Usage\n\t- The zorbex marker.\n")
+
+        async def edited() -> bool:
+            return "/notes/pages/Tasks.md" in await run.lookup("zorbex")
+
+        await run.until(edited, "an edit to a page")
+        assert "/notes/logseq/" not in await run.lookup("zorbex")
+
+
 async def test_a_folder_that_cannot_be_watched_fails_at_once(tmp_path: Path):
     root = tmp_path / "store"
     root.mkdir()

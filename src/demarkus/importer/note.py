@@ -186,12 +186,23 @@ def _size(metadata: Mapping[str, str]) -> int:
     return sum(len(key.encode("utf-8")) + len(value.encode("utf-8")) for key, value in metadata.items())
 
 
+def app_folder(folder: Path) -> str | None:
+    """The name of the folder's own application folder, which holds no notes, or None:
+    Logseq's `logseq/` (its settings, and backups and old versions of pages as `.md`
+    files under `bak/` and `version-files/`), when `logseq/config.edn` says the folder is
+    a Logseq graph. Hidden folders (Obsidian's `.obsidian`, Logseq's `.recycle`) are
+    never read anyway."""
+    return "logseq" if (folder / "logseq" / "config.edn").is_file() else None
+
+
 def is_note(folder: Path, relative: str) -> bool:
     """Whether `relative` (`/`-separated) names a file a folder import reads
-    (`folder.scan_folder`): a `.md` regular file reached through no symlink and no hidden
-    folder."""
+    (`folder.scan_folder`): a `.md` regular file reached through no symlink, no hidden
+    folder and not the folder's `app_folder`."""
     parts = relative.split("/")
     if not relative.endswith(".md") or not all(parts) or any(part.startswith(".") for part in parts[:-1]):
+        return False
+    if len(parts) > 1 and parts[0] == app_folder(folder):
         return False
     here = folder
     for part in parts:
