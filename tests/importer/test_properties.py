@@ -72,6 +72,14 @@ def test_a_vault_note_without_a_title_or_heading_is_titled_by_its_page_name():
     assert title("/kb/pages/Old%2FName.md") == "Old/Name"
     assert title("/kb/pages/odd%0Aname.md") is None  # no title holds a line break: none
     assert title("/kb/pages/Plain.md", vault=False) is None  # the catalog shows the file name
+    # a Logseq journal by its day, as Logseq titles it by default
+    days = ["01_01 Jan 1st", "02_02 Feb 2nd", "03_03 Mar 3rd", "04_11 Apr 11th", "05_12 May 12th"]
+    days += ["06_13 Jun 13th", "07_21 Jul 21st", "08_22 Aug 22nd", "09_23 Sep 23rd", "12_31 Dec 31st"]
+    for day in days:
+        stem, name = day.split(" ", 1)
+        assert title(f"/kb/journals/2024_{stem}.md") == f"{name}, 2024"
+    assert title("/kb/journals/2024_02_30.md") == "2024_02_30"  # no such day
+    assert title("/kb/pages/2024_01_15.md") == "2024_01_15"  # not a journal
 
 
 def test_a_vault_note_with_a_frontmatter_block_keeps_its_property_like_lines_as_text():

@@ -238,6 +238,17 @@ def test_a_logseq_page_is_named_by_its_namespace_and_its_title(tmp_path: Path):
     assert names.find("a/b", "x.md") == "pages/a___b.md" and names.find("a", "x.md") is None
 
 
+def test_a_logseq_journal_is_named_by_its_date_as_logseq_links_it():
+    names = Names.of(["journals/2024_01_15.md", "journals/2024_02_30.md", "pages/2024_03_01.md"])
+    wiki = WikiLinks(names, "/kb")
+    assert wiki.localize("Met on [[Jan 15th, 2024]].\n", "/kb/pages/Meeting.md") == (
+        "Met on [Jan 15th, 2024](../journals/2024_01_15.md).\n"
+    )
+    assert names.find("2024_01_15", "pages/x.md") == "journals/2024_01_15.md"  # the file name still
+    assert names.find("2024_02_30", "x.md") == "journals/2024_02_30.md"  # no such day: its file name
+    assert names.find("Mar 1st, 2024", "x.md") is None  # a page named like a day is no journal
+
+
 def test_aliases_are_read_again_only_when_the_file_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     import demarkus.importer.note as note_module
 

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from types import MappingProxyType
 from typing import Protocol
@@ -160,8 +162,35 @@ def parse_note(
 def page_name(path: str) -> str:
     """A note's name in the editors that write wiki links: its file name without `.md`,
     Logseq's `___` (formerly `%2F`) as the `/` of a namespace and its other escapes
-    decoded (`New to Logseq%3F.md` is `New to Logseq?`)."""
-    return unquote(posixpath.basename(path).removesuffix(".md").replace("___", "/"))
+    decoded (`New to Logseq%3F.md` is `New to Logseq?`); a Logseq journal
+    (`journals/2024_01_15.md`) by the date it is for, as Logseq names it by default
+    (`Jan 15th, 2024`, its links `[[Jan 15th, 2024]]`)."""
+    stem = posixpath.basename(path).removesuffix(".md")
+    if (day := _journal_day(path, stem)) is not None:
+        return f"{_MONTHS[day.month - 1]} {day.day}{_ordinal(day.day)}, {day.year}"
+    return unquote(stem.replace("___", "/"))
+
+
+_JOURNAL_FILE = re.compile(r"(\d{4})_(\d{2})_(\d{2})")
+"""Logseq's default journal file name, `yyyy_MM_dd`."""
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+"""Logseq's `MMM` (English whatever the machine's locale, as its default title format)."""
+
+
+def _journal_day(path: str, stem: str) -> date | None:
+    if posixpath.basename(posixpath.dirname(path)) != "journals" or not (found := _JOURNAL_FILE.fullmatch(stem)):
+        return None
+    try:
+        return date(*(int(part) for part in found.groups()))
+    except ValueError:  # 2024_02_30
+        return None
+
+
+def _ordinal(day: int) -> str:
+    """`st`, `nd`, `rd` or `th`, as an English date writes the day (`1st`, `12th`, `22nd`)."""
+    if day % 100 in (11, 12, 13):
+        return "th"
+    return {1: "st", 2: "nd", 3: "rd"}.get(day % 10, "th")
 
 
 def _add_tags(metadata: dict[str, str], found: Sequence[str]) -> tuple[str, ...]:
