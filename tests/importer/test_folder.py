@@ -323,6 +323,9 @@ def test_a_logseq_graphs_own_folder_of_settings_and_page_backups_is_not_read(tmp
     assert scan_folder(graph).files == ("journals/2024_01_15.md", "pages/Tasks.md", "pages/logseq/note.md")
     assert not is_note(graph, "logseq/bak/pages/Tasks/2024-01-15T10_00.Desktop.md")
     assert is_note(graph, "pages/logseq/note.md")
+    # a graph inside the folder imported: its own folder is skipped as well
+    assert scan_folder(tmp_path).files == tuple(f"graph/{f}" for f in scan_folder(graph).files)
+    assert not is_note(tmp_path, "graph/logseq/bak/pages/Tasks/2024-01-15T10_00.Desktop.md")
 
 
 def test_a_second_run_changes_nothing_and_an_edit_makes_exactly_one_version(folder: Path, tmp_path: Path):

@@ -2,7 +2,7 @@
 (`apply.import_file`), optionally archive the documents whose file is gone, and sum up.
 
 The folder is only read. Hidden folders (`.git`, `.obsidian`) are not entered, nor is a
-Logseq graph's own `logseq/` folder (`note.app_folder`: settings and page backups). A symlink
+Logseq graph's own `logseq/` folder (`note.is_app_folder`: settings and page backups). A symlink
 is never followed: one that stays inside the folder is skipped (its target is imported
 under its own name), one that leads out of it is refused.
 """
@@ -19,7 +19,7 @@ from urllib.parse import unquote
 from ..errors import BadRequestError, DemarkusError
 from ..protocol import in_scope, normalize_scope
 from .apply import FileResult, Outcome, Source, Target, archive_document, import_file
-from .note import app_folder, document_path, shown
+from .note import document_path, is_app_folder, shown
 
 __all__ = ["Scan", "Summary", "documents_under", "import_folder", "scan_folder"]
 
@@ -81,7 +81,6 @@ def scan_folder(folder: Path) -> Scan:
         BadRequestError: more than `MAX_FILES` of them.
     """
     top = folder.resolve()
-    app = app_folder(folder)
     files: list[str] = []
     skipped: list[str] = []
     escaping: list[str] = []
@@ -91,7 +90,7 @@ def scan_folder(folder: Path) -> Scan:
         prefix = "" if relative == "." else relative + "/"
         kept = []
         for name in sorted(dirs):
-            if name.startswith(".") or (not prefix and name == app):
+            if name.startswith(".") or is_app_folder(base / name):
                 continue
             if (base / name).is_symlink():
                 (skipped if _inside(base / name, top) else escaping).append(prefix + name)

@@ -215,23 +215,27 @@ def _size(metadata: Mapping[str, str]) -> int:
     return sum(len(key.encode("utf-8")) + len(value.encode("utf-8")) for key, value in metadata.items())
 
 
-def app_folder(folder: Path) -> str | None:
-    """The name of the folder's own application folder, which holds no notes, or None:
-    Logseq's `logseq/` (its settings, and backups and old versions of pages as `.md`
-    files under `bak/` and `version-files/`), when `logseq/config.edn` says the folder is
-    a Logseq graph. Hidden folders (Obsidian's `.obsidian`, Logseq's `.recycle`) are
-    never read anyway."""
-    return "logseq" if (folder / "logseq" / "config.edn").is_file() else None
+def is_app_folder(path: Path) -> bool:
+    """Whether `path` is an editor's own folder, which holds no notes: a Logseq graph's
+    `logseq/` (its `config.edn`, and backups and old versions of pages as `.md` files
+    under `bak/` and `version-files/`). Hidden folders (Obsidian's `.obsidian`, Logseq's
+    `.recycle`) are never read anyway."""
+    return path.name == "logseq" and (path / "config.edn").is_file()
+
+
+def in_app_folder(folder: Path, parts: Sequence[str]) -> bool:
+    """Whether the path `parts` (inside `folder`) is or lies in an `is_app_folder`."""
+    return any(part == "logseq" and is_app_folder(folder.joinpath(*parts[: i + 1])) for i, part in enumerate(parts))
 
 
 def is_note(folder: Path, relative: str) -> bool:
     """Whether `relative` (`/`-separated) names a file a folder import reads
     (`folder.scan_folder`): a `.md` regular file reached through no symlink, no hidden
-    folder and not the folder's `app_folder`."""
+    folder and no `is_app_folder`."""
     parts = relative.split("/")
     if not relative.endswith(".md") or not all(parts) or any(part.startswith(".") for part in parts[:-1]):
         return False
-    if len(parts) > 1 and parts[0] == app_folder(folder):
+    if in_app_folder(folder, parts[:-1]):
         return False
     here = folder
     for part in parts:

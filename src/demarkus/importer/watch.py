@@ -23,7 +23,7 @@ from ..errors import DemarkusError
 from ..protocol import Status
 from .apply import FileResult, Outcome, Source, Target, archive_document, import_file
 from .folder import documents_under, scan_folder
-from .note import app_folder, document_path
+from .note import document_path, in_app_folder
 
 __all__ = ["DEBOUNCE_MS", "Batch", "apply_changes", "watched"]
 
@@ -52,14 +52,14 @@ class Batch:
 def _relative(folders: Iterable[Path], changed: str) -> str | None:
     """The `/`-separated path inside the folder (named as given or resolved: the watcher
     may report either), or None for what the import never reads (hidden files and
-    folders, the folder's `app_folder`, paths outside)."""
+    folders, an editor's own folder (`note.is_app_folder`), paths outside)."""
     for folder in folders:
         try:
             relative = Path(changed).relative_to(folder).as_posix()
         except ValueError:
             continue
         parts = relative.split("/")
-        if relative in ("", ".") or any(part.startswith(".") for part in parts) or parts[0] == app_folder(folder):
+        if relative in ("", ".") or any(part.startswith(".") for part in parts) or in_app_folder(folder, parts):
             return None
         return relative
     return None
