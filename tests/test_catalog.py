@@ -51,6 +51,16 @@ def test_a_nested_tag_is_also_under_each_tag_above_it():
     assert score(entry("/r.md", "inbox/to-read"), query_terms("inbox to-read")) == 1
 
 
+def test_a_tags_leading_hash_is_how_a_note_writes_it_not_part_of_it():
+    catalog = Catalog()
+    catalog.put(entry("/a.md", "work"))
+    catalog.put(entry("/b.md", "#Work"))  # as a frontmatter may hold it
+    catalog.put(entry("/c.md", "homework"))
+    for written in ("tag=#work", "tag=work", "tag=WORK"):
+        assert [e.path for e in catalog.search(["*"], "/", parse_filter(written), 10)] == ["/a.md", "/b.md"]
+    assert score(entry("/a.md", "work"), query_terms("#work")) == 1
+
+
 def test_the_generation_counts_every_change_and_only_changes():
     catalog = Catalog()
     start = catalog.generation

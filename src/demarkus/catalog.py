@@ -4,7 +4,9 @@ A query term matches a document when it equals one of its tags (case-insensitive
 substring of its title or of one of its aliases (its other names: `aliases` or `alias`
 metadata, as Obsidian's frontmatter gives them). A nested tag (`inbox/to-read`, as Obsidian
 and Logseq write a tag's place in a hierarchy) also counts as each tag above it (`inbox`),
-for a term and for a `tag=` filter alike, as those editors' tag search reads it. Score =
+for a term and for a `tag=` filter alike, as those editors' tag search reads it. A tag's
+leading `#` is how a note writes it, not part of it: `tag=#inbox`, `tag=inbox` and the
+term `#inbox` all find the tag `inbox` (or `#inbox` in a frontmatter). Score =
 number of distinct matching terms. Order: score desc, importance desc, modified desc, path
 asc.
 """
@@ -42,8 +44,13 @@ class CatalogEntry:
     """The title and the aliases, lower-cased, one per line."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "folded_tags", frozenset(_with_parents(t.lower() for t in self.tags)))
+        object.__setattr__(self, "folded_tags", frozenset(_with_parents(_fold_tag(t) for t in self.tags)))
         object.__setattr__(self, "folded_names", "\n".join((self.title, *parse_aliases(self.metadata))).lower())
+
+
+def _fold_tag(tag: str) -> str:
+    """A tag as tags are compared: lower-cased, without the `#` a note writes it with."""
+    return tag.lower().removeprefix("#")
 
 
 def _with_parents(tags: Iterable[str]) -> Iterator[str]:
@@ -180,7 +187,7 @@ def parse_filter(text: str | None) -> Filter:
                 "e.g. tag=adr,modified-after=2026-01-01"
             )
         if key == "tag":
-            tags.append(value.lower())
+            tags.append(_fold_tag(value))
         elif key == "modified-after":
             after = _parse_date(key, value)
         elif key == "modified-before":
@@ -191,7 +198,7 @@ def parse_filter(text: str | None) -> Filter:
 
 
 def score(entry: CatalogEntry, terms: Iterable[str]) -> int:
-    return sum(1 for term in terms if term in entry.folded_tags or term in entry.folded_names)
+    return sum(1 for term in terms if _fold_tag(term) in entry.folded_tags or term in entry.folded_names)
 
 
 class Catalog:
