@@ -168,7 +168,8 @@ class Service(VerbMethods):
         """The edges of the current documents, for `/graph.md`; parsed when first asked."""
         self.writable = writable
         # The claim ends with close(), or when the service is dropped without one.
-        self._release = weakref.finalize(self, owner.release) if owner is not None else None
+        self._owner = owner
+        self._release = weakref.finalize(self, owner.collected) if owner is not None else None
         self._defer_index = False
         self._lock = threading.RLock()
         self._behind: set[str] = set()
@@ -242,8 +243,8 @@ class Service(VerbMethods):
         self._workers.shutdown(wait=True)
         if self.index is not None:
             self.index.close()
-        if self._release is not None:
-            self._release()
+        if self._release is not None and self._release.detach() is not None and self._owner is not None:
+            self._owner.release()
 
     @contextlib.contextmanager
     def deferred_index(self) -> Iterator[None]:

@@ -10,15 +10,22 @@ every write is atomic.
 
 Inside one process several `Service` objects may share a store (a loader and a server,
 tests): they share the one lock, counted, and it is released with the last of them.
+
+A service dropped without `close()` gives its claim back from a finalizer, which the
+garbage collector may run anywhere: even inside `claim` on the same thread, which holds
+the module's guard (waiting for it there never ends). So a finalizer only queues its
+release (`StoreOwner.collected`), and whoever holds the guard, or takes it next, does it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
 import sys
 import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -31,6 +38,31 @@ _MAX_NAME = 4096
 _held: dict[Path, tuple[int, int]] = {}
 """Resolved root -> (open lock file descriptor, how many owners in this process)."""
 _guard = threading.Lock()
+_collected: list[StoreOwner] = []
+"""Owners a finalizer let go of, released by the next holder of `_guard` (appending to a
+list takes no lock)."""
+
+
+@contextlib.contextmanager
+def _guarded() -> Iterator[None]:
+    """`_guard` held, and the owners collected meanwhile released before and after it is
+    let go of: a finalizer that found the guard taken left its owner to its holder."""
+    try:
+        with _guard:
+            _release_collected()
+            yield
+            _release_collected()
+    finally:
+        while _collected and _guard.acquire(blocking=False):
+            try:
+                _release_collected()
+            finally:
+                _guard.release()
+
+
+def _release_collected() -> None:
+    while _collected:
+        _collected.pop()._give_back()
 
 
 class StoreOwner:
@@ -41,16 +73,30 @@ class StoreOwner:
         self._released = False
 
     def release(self) -> None:
+        with _guarded():
+            self._give_back()
+
+    def collected(self) -> None:
+        """`release` for a finalizer: it never waits for the guard (see the module
+        docstring); the owner is released now when the guard is free, else by its holder."""
+        _collected.append(self)
+        if _guard.acquire(blocking=False):
+            try:
+                _release_collected()
+            finally:
+                _guard.release()
+
+    def _give_back(self) -> None:
+        """Once, with the guard held."""
         if self._released:
             return
         self._released = True
-        with _guard:
-            fd, count = _held[self.root]
-            if count > 1:
-                _held[self.root] = (fd, count - 1)
-                return
-            del _held[self.root]
-            os.close(fd)  # closing the descriptor drops the flock
+        fd, count = _held[self.root]
+        if count > 1:
+            _held[self.root] = (fd, count - 1)
+            return
+        del _held[self.root]
+        os.close(fd)  # closing the descriptor drops the flock
 
     def __enter__(self) -> StoreOwner:
         return self
@@ -66,7 +112,7 @@ def claim(root: Path) -> StoreOwner:
         ConfigError: another process holds the store's owner lock.
     """
     resolved = root.resolve()
-    with _guard:
+    with _guarded():
         if resolved in _held:
             fd, count = _held[resolved]
             _held[resolved] = (fd, count + 1)
@@ -95,7 +141,7 @@ def held_elsewhere(root: Path) -> bool:
     """Whether another process owns the store right now (a reader then leaves the
     section index to it)."""
     resolved = root.resolve()
-    with _guard:
+    with _guarded():
         if resolved in _held:
             return False
     path = resolved / LOCK_FILE
