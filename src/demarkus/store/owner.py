@@ -53,16 +53,22 @@ def _guarded() -> Iterator[None]:
             yield
             _release_collected()
     finally:
-        while _collected and _guard.acquire(blocking=False):
-            try:
-                _release_collected()
-            finally:
-                _guard.release()
+        _release_collected_when_free()
 
 
 def _release_collected() -> None:
     while _collected:
         _collected.pop()._give_back()
+
+
+def _release_collected_when_free() -> None:
+    """Release the collected owners unless the guard is taken: its holder then does, as
+    it looks again once it has let go (`_guarded`)."""
+    while _collected and _guard.acquire(blocking=False):
+        try:
+            _release_collected()
+        finally:
+            _guard.release()
 
 
 class StoreOwner:
@@ -80,11 +86,7 @@ class StoreOwner:
         """`release` for a finalizer: it never waits for the guard (see the module
         docstring); the owner is released now when the guard is free, else by its holder."""
         _collected.append(self)
-        if _guard.acquire(blocking=False):
-            try:
-                _release_collected()
-            finally:
-                _guard.release()
+        _release_collected_when_free()
 
     def _give_back(self) -> None:
         """Once, with the guard held."""
