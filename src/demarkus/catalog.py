@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -198,7 +198,17 @@ def parse_filter(text: str | None) -> Filter:
 
 
 def score(entry: CatalogEntry, terms: Iterable[str]) -> int:
-    return sum(1 for term in terms if _fold_tag(term) in entry.folded_tags or term in entry.folded_names)
+    return _score(entry, _forms(terms))
+
+
+def _forms(terms: Iterable[str]) -> list[tuple[str, str]]:
+    """Each term as a title matches it and as a tag does: folded once per search, not once
+    per entry."""
+    return [(term, _fold_tag(term)) for term in terms]
+
+
+def _score(entry: CatalogEntry, forms: Sequence[tuple[str, str]]) -> int:
+    return sum(1 for term, tag in forms if tag in entry.folded_tags or term in entry.folded_names)
 
 
 class Catalog:
@@ -263,11 +273,12 @@ class Catalog:
     ) -> list[CatalogEntry]:
         """Matching entries in rank order; `visible` drops rows the caller may not read."""
         every = terms == ["*"]
+        forms = _forms(terms)
         scored: list[tuple[int, CatalogEntry]] = []
         for entry in self._snapshot():
             if not in_scope(entry.path, scope) or not flt.accepts(entry):
                 continue
-            points = 1 if every else score(entry, terms)
+            points = 1 if every else _score(entry, forms)
             if points > 0 and visible(entry.path):
                 scored.append((points, entry))
         scored.sort(key=lambda pe: (-pe[0], -pe[1].importance, -pe[1].modified.timestamp(), pe[1].path))
