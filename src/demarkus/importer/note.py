@@ -25,6 +25,7 @@ from ..markdown.relations import written_reference
 from ..protocol import MAX_BODY, MAX_METADATA, MAX_PUBLISHER_BYTES, MAX_PUBLISHER_KEYS, validate_publisher_metadata
 from ..store.layout import check_segments
 from .hashtag import inline_tags, joined_tags
+from .outliner import heading_lists
 from .properties import split_properties
 
 __all__ = [
@@ -109,7 +110,8 @@ def parse_note(
     and relations in one of the `links` forms (a web address, a wiki link) name the note
     in the store, and the relations a form declares in the body join the frontmatter's.
     A `vault` note is read as the editors that write wiki links write it: without a `---`
-    block, the `key:: value` lines it opens with are its frontmatter (`properties`), and
+    block, the `key:: value` lines it opens with are its frontmatter (`properties`), the
+    child blocks an outliner indents under a heading are a list (`outliner`), and
     the tags its text writes (`hashtag.inline_tags`) join the frontmatter's, as many as the
     metadata limit leaves room for: a note is never refused for them, and those left out
     are named in `Note.tags_left_out`.
@@ -130,6 +132,8 @@ def parse_note(
     if vault and parts.block is None:
         fields, rest = split_properties(text)
         text = rest if rest.strip() else text  # a page of properties only: they are its text too
+    if vault:
+        text = heading_lists(text)
     tags = inline_tags(text) if vault else []  # before links are rewritten: `#[[a b]]` is a tag
     declared: dict[str, list[str]] = {}
     for form in links:

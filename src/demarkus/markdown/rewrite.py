@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from .sections import parse_body
 
-__all__ = ["Spans", "destination", "in_spans", "rewrite_outside_code"]
+__all__ = ["Spans", "destination", "in_spans", "rewrite_outside_code", "split_lines"]
 
 Spans = list[tuple[int, int]]
 """Character ranges of a line's code spans: a match starting inside one is text."""
@@ -39,11 +39,16 @@ def rewrite_outside_code(body: str, wanted: Callable[[str], bool], rewrite: Call
     if not wanted(body):
         return body
     text_lines = _text_lines(body)
-    lines = [line for line in _LINE.findall(body) if line]
+    lines = split_lines(body)
     for number, line in enumerate(lines):
         if number not in text_lines and wanted(line):
             lines[number] = rewrite(line, [m.span() for m in _CODE_SPAN.finditer(line)])
     return "".join(lines)
+
+
+def split_lines(body: str) -> list[str]:
+    """The lines of `body`, each with its ending, numbered as markdown-it numbers them."""
+    return [line for line in _LINE.findall(body) if line]
 
 
 @functools.lru_cache(maxsize=4)
