@@ -21,7 +21,7 @@ from ..service import Service
 from .apply import Source, Target
 from .folder import Summary, scan_folder
 from .history import GitHistory, find_repository
-from .note import NoteAliases
+from .note import NoteAliases, NoteBlocks
 from .site import Site
 from .sync import FolderSync
 from .wikilink import FolderNames
@@ -221,8 +221,11 @@ def docs_sync(
 
 
 def _names(folder: Path, wikilinks: bool) -> FolderNames | None:
-    """The folder's note names and aliases for its wiki links (None: they stay as written)."""
-    return FolderNames(lambda: scan_folder(folder).files, NoteAliases(folder)) if wikilinks else None
+    """The folder's note names, aliases and block ids for its wiki links and block
+    references (None: they stay as written)."""
+    if not wikilinks:
+        return None
+    return FolderNames(lambda: scan_folder(folder).files, NoteAliases(folder), NoteBlocks(folder))
 
 
 async def following(sync: FolderSync, work: Awaitable[None], report: Callable[[str], None]) -> None:

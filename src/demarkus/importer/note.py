@@ -9,12 +9,12 @@ import os
 import posixpath
 import re
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from types import MappingProxyType
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 from urllib.parse import unquote
 
 from ..catalog import ALIAS_KEYS
@@ -24,6 +24,7 @@ from ..markdown.links import resolve_target
 from ..markdown.relations import written_reference
 from ..protocol import MAX_BODY, MAX_METADATA, MAX_PUBLISHER_BYTES, MAX_PUBLISHER_KEYS, validate_publisher_metadata
 from ..store.layout import check_segments
+from .blockref import Block, find_blocks
 from .hashtag import inline_tags, joined_tags
 from .outliner import heading_lists
 from .properties import split_properties
@@ -33,12 +34,15 @@ __all__ = [
     "LinkForm",
     "Note",
     "NoteAliases",
+    "NoteBlocks",
     "document_path",
     "is_note",
     "page_name",
     "parse_note",
     "shown",
 ]
+
+T = TypeVar("T")
 
 MAX_FILE = MAX_BODY + MAX_METADATA
 """Bytes read from one file at most: a body at the limit plus a frontmatter block."""
@@ -253,19 +257,18 @@ def is_note(folder: Path, relative: str) -> bool:
     return stat.S_ISREG(mode)
 
 
-class NoteAliases:
-    """The aliases each note of a folder gives itself in its frontmatter (a page of
-    `key:: value` properties: its `alias` and its `title`, Logseq's names), read again only
-    when the file's size or modification time changed (a watcher asks after every batch);
-    what it keeps is for the notes of the last listing only. A note that cannot be read or
-    parsed has none: its import reports why."""
+class PerNote(Generic[T]):
+    """What `read` finds in each note of a folder, read again only when the file's size or
+    modification time changed (a watcher asks after every batch); what it keeps is for the
+    notes of the last listing only."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, read: Callable[[Path], T]) -> None:
         self.folder = folder
-        self._seen: dict[str, tuple[int, int, tuple[str, ...]]] = {}
+        self._read = read
+        self._seen: dict[str, tuple[int, int, T]] = {}
 
-    def __call__(self, files: Sequence[str]) -> dict[str, tuple[str, ...]]:
-        """Each of `files` (paths in the folder) with its aliases."""
+    def __call__(self, files: Sequence[str]) -> dict[str, T]:
+        """Each of `files` (paths in the folder) with what was found in it."""
         seen, self._seen = self._seen, {}
         for relative in files:
             try:
@@ -274,9 +277,26 @@ class NoteAliases:
                 continue
             known = seen.get(relative)
             if known is None or known[:2] != (st.st_mtime_ns, st.st_size):
-                known = (st.st_mtime_ns, st.st_size, _aliases(self.folder / relative))
+                known = (st.st_mtime_ns, st.st_size, self._read(self.folder / relative))
             self._seen[relative] = known
         return {relative: known[2] for relative, known in self._seen.items()}
+
+
+class NoteAliases(PerNote[tuple[str, ...]]):
+    """The aliases each note of a folder gives itself in its frontmatter (a page of
+    `key:: value` properties: its `alias` and its `title`, Logseq's names). A note that
+    cannot be read or parsed has none: its import reports why."""
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__(folder, lambda file: _aliases(file))
+
+
+class NoteBlocks(PerNote[Mapping[str, Block]]):
+    """The block ids each note of a folder declares for other notes to link to
+    (`blockref`). A note that cannot be read declares none."""
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__(folder, lambda file: _blocks(file))
 
 
 FRONTMATTER_HEAD = 2 * MAX_METADATA
@@ -306,6 +326,14 @@ def _aliases(file: Path) -> tuple[str, ...]:
         if isinstance(value, list):
             found.extend(item.strip() for item in value if isinstance(item, str) and item.strip())
     return tuple(dict.fromkeys(found))
+
+
+def _blocks(file: Path) -> dict[str, Block]:
+    try:
+        text = read_file(file).decode("utf-8")
+    except (BadRequestError, UnicodeDecodeError):
+        return {}
+    return find_blocks(heading_lists(split_frontmatter(text).body))  # the outline it is imported with
 
 
 def read_file(file: Path, head: int | None = None) -> bytes:

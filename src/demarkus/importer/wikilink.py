@@ -16,8 +16,12 @@ note's file name, or against the end of its path when it holds a `/`, else again
 aliases a note's frontmatter gives it; of several notes so named, the one in the linking
 note's folder, else the one with the shortest path, else the first in path order.
 `#Heading` becomes the heading's anchor (its slug; of two headings alike, the first),
-`#^block` is dropped (a block id is no anchor), `|alias` is the link's text, else the
-link as written. An embed of a note (`![[Segment log]]`, which those editors show in
+`#^block` the anchor of the section holding that block (`blockref`; dropped when the note
+declares no such block), `|alias` is the link's text, else the link as written. A
+Logseq block reference, `((634fb3ee-...))`, becomes a link to the section holding the
+block with the block's first line as its text (Logseq shows the block in its place), and
+so does an embedded block, `{{embed ((...))}}`; a markdown link to one, `[text](((...)))`,
+keeps its text. An embed of a note (`![[Segment log]]`, which those editors show in
 place) becomes a link too: a reader fetches what it needs once, where a copy would print
 the same text twice. A name no note has (an embedded picture, `![[map.png]]`), a wiki
 link inside a markdown link's text (markdown reads no link inside another) and anything
@@ -41,6 +45,7 @@ from dataclasses import dataclass, field
 from ..errors import DemarkusError
 from ..markdown.rewrite import Spans, destination, in_spans, rewrite_outside_code
 from ..markdown.sections import slugify
+from .blockref import UUID, Block
 from .note import document_path, page_name
 
 __all__ = ["FolderNames", "Names", "WikiLinks"]
@@ -48,6 +53,14 @@ __all__ = ["FolderNames", "Names", "WikiLinks"]
 _WIKI = re.compile(r"(!?)\[\[([^\[\]\r\n]+)\]\](\(?)")
 """A wiki link: an embed's `!`, the text between the brackets, and a `(` right after
 (then the brackets are the text of a markdown link, `[[1]](url)`, not a wiki link)."""
+_REFERENCE = re.compile(
+    rf"{_WIKI.pattern}"
+    rf"|\{{\{{embed[ \t]+\(\(({UUID})\)\)[ \t]*\}}\}}"  # Logseq's embedded block
+    rf"|\]\(\(\(({UUID})\)\)\)"  # a markdown link to a block: `[text](((id)))`
+    rf"|\(\(({UUID})\)\)"  # a block reference
+)
+"""A wiki link (groups 1 to 3), or a Logseq block's id as an embed (4), a link's
+destination (5) or a reference (6)."""
 _RELATION = re.compile(
     r" {0,3}[-*+][ \t]+([A-Za-z][A-Za-z0-9_ -]{0,63}?)[ \t]+\[\[([^\[\]\r\n]+)\]\](?:[ \t]+\([^()\r\n]*\))?[ \t]*\r?\n?"
 )
@@ -72,12 +85,25 @@ class Names:
 
     notes: Mapping[str, tuple[str, ...]]
     aliased: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    blocks: Mapping[str, Mapping[str, Block]] = field(default_factory=dict)
+    """Each note's block ids (lower-cased) and their blocks (`blockref`)."""
+    owners: Mapping[str, str] = field(default_factory=dict)
+    """Each block id -> the note declaring it (a Logseq id names one block of the whole
+    graph; of two notes declaring it, the one with the shortest path)."""
 
     @classmethod
-    def of(cls, files: Iterable[str], aliases: Mapping[str, Sequence[str]] | None = None) -> Names:
+    def of(
+        cls,
+        files: Iterable[str],
+        aliases: Mapping[str, Sequence[str]] | None = None,
+        blocks: Mapping[str, Mapping[str, Block]] | None = None,
+    ) -> Names:
         named: dict[str, list[str]] = {}
         aliased: dict[str, list[str]] = {}
+        owners: dict[str, str] = {}
         for file in sorted(files, key=lambda file: (file.count("/"), file)):  # shortest path first
+            for block_id in (blocks or {}).get(file, {}):
+                owners.setdefault(block_id, file)
             parts = file[: -len(".md")].lower().split("/")
             for start in range(len(parts)):
                 named.setdefault("/".join(parts[start:]), []).append(file)
@@ -91,6 +117,8 @@ class Names:
         return cls(
             {name: tuple(files) for name, files in named.items()},
             {name: tuple(files) for name, files in aliased.items()},
+            {file: found for file, found in (blocks or {}).items() if found},
+            owners,
         )
 
     def find(self, name: str, near: str) -> str | None:
@@ -108,22 +136,28 @@ def _key(name: str) -> str:
 
 
 class FolderNames:
-    """A folder's `Names`, read from its list of notes (and each note's aliases) when first
-    asked for and again after `forget` (a watcher forgets them when files come and go)."""
+    """A folder's `Names`, read from its list of notes (and each note's aliases and block
+    ids) when first asked for and again after `forget` (a watcher forgets them when files come and go)."""
 
     def __init__(
         self,
         list_notes: Callable[[], Iterable[str]],
         aliases_of: Callable[[Sequence[str]], Mapping[str, Sequence[str]]] | None = None,
+        blocks_of: Callable[[Sequence[str]], Mapping[str, Mapping[str, Block]]] | None = None,
     ) -> None:
         self._list_notes = list_notes
         self._aliases_of = aliases_of
+        self._blocks_of = blocks_of
         self._names: Names | None = None
 
     def current(self) -> Names:
         if self._names is None:
             files = list(self._list_notes())
-            self._names = Names.of(files, self._aliases_of(files) if self._aliases_of else None)
+            self._names = Names.of(
+                files,
+                self._aliases_of(files) if self._aliases_of else None,
+                self._blocks_of(files) if self._blocks_of else None,
+            )
         return self._names
 
     def forget(self) -> None:
@@ -173,12 +207,17 @@ class WikiLinks:
 
     def localize(self, body: str, path: str) -> str:
         """`body` (of the document at `path`) with every wiki link to a note of the folder
-        made a markdown link; unchanged when it holds none."""
-        return rewrite_outside_code(body, lambda text: "[[" in text, lambda line, spans: self._line(line, spans, path))
+        and every reference to a block one declares made a markdown link; unchanged when it
+        holds none."""
+        return rewrite_outside_code(body, _may_refer, lambda line, spans: self._line(line, spans, path))
 
     def _line(self, line: str, spans: Spans, path: str) -> str:
         def swap(match: re.Match[str]) -> str:
-            if match.group(3) or in_spans(match.start(), spans) or _LINK_TEXT_END.match(line, match.end()):
+            if in_spans(match.start(), spans):
+                return match.group(0)
+            if match.group(2) is None:
+                return self._block_link(match, path)
+            if match.group(3) or _LINK_TEXT_END.match(line, match.end()):
                 return match.group(0)
             written, alias = _split(match.group(2))
             found = self._target(written, path)
@@ -192,24 +231,57 @@ class WikiLinks:
             text = _ESCAPE.sub(r"\\\1", (alias or written).strip())
             return f"[{text}]({written_link})"
 
-        return _WIKI.sub(swap, line)
+        return _REFERENCE.sub(swap, line)
+
+    def _block_link(self, match: re.Match[str], path: str) -> str:
+        """A Logseq block's id (`_REFERENCE`'s groups 4 to 6) as a link to the section
+        holding the block, with the block's first line as its text (a link to a block
+        keeps its own); as written when no note of the folder declares it."""
+        embed, destination_of, reference = match.group(4, 5, 6)
+        block_id = (embed or destination_of or reference).lower()
+        note = self.names.owners.get(block_id)
+        if note is None:
+            return match.group(0)
+        block = self.names.blocks[note][block_id]
+        try:
+            target = document_path(note, self.prefix)
+        except DemarkusError:
+            return match.group(0)
+        link = "" if target == path and block.anchor else posixpath.relpath(target, posixpath.dirname(path))
+        written_link = destination(link, block.anchor)
+        if written_link is None:
+            return match.group(0)
+        if destination_of:
+            return f"]({written_link})"
+        text = _ESCAPE.sub(r"\\\1", block.label or page_name(note))
+        return f"[{text}]({written_link})"
 
     def _target(self, written: str, path: str) -> tuple[str, str] | None:
         """(document path, or "" for the note itself; anchor) of the link written
-        `name#heading` (alias removed) in the document at `path`."""
+        `name#heading` (alias removed) in the document at `path`; `#^block` names the
+        section holding that block."""
         name, _, heading = written.partition("#")
         last = heading.split("#")[-1].strip()
-        anchor = "" if last.startswith("^") else slugify(last)
-        if not name.strip():
-            return ("", anchor) if anchor else None
         near = path[len(self.prefix.rstrip("/")) + 1 :]
-        note = self.names.find(name, near)
+        note = self.names.find(name, near) if name.strip() else near
         if note is None:
             return None
+        if last.startswith("^"):
+            block = self.names.blocks.get(note, {}).get(last[1:].lower())
+            anchor = block.anchor if block is not None else ""
+        else:
+            anchor = slugify(last)
+        if not name.strip():
+            return ("", anchor) if anchor else None
         try:
             return document_path(note, self.prefix), anchor
         except DemarkusError:
             return None
+
+
+def _may_refer(text: str) -> bool:
+    """Whether `text` may hold a wiki link or a block's id (a cheap test)."""
+    return "[[" in text or "((" in text
 
 
 def _split(inner: str) -> tuple[str, str]:

@@ -1,0 +1,112 @@
+"""Block ids and the references to them (Logseq's `((id))`, Obsidian's `[[note#^id]]`):
+pure, no store, but for one import of a folder."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from demarkus.importer.blockref import LABEL_CHARS, Block, find_blocks
+from demarkus.importer.note import NoteBlocks
+from demarkus.importer.wikilink import FolderNames, Names, WikiLinks
+
+from .test_folder import run, tool_texts
+
+ID = "634fb3ee-cef0-4081-9085-c002d3be4e75"
+OTHER = "11111111-2222-3333-4444-555555555555"
+FORMAT = (
+    f"id:: {OTHER.upper()}\n"  # among the page's properties: a block with no line of its own
+    "\n"
+    "## Functionality\n"
+    "- **Where is the [[config edn file|config]] stored?**\n"
+    "  It is a per-graph setting.\n"
+    f"  id:: {ID}\n"
+    "  collapsed:: true\n"
+    "\t- `:file/name-format`\n"
+    "- ## FAQ\n"
+    "  id:: 22222222-2222-3333-4444-555555555555\n"
+    "\t- id:: 33333333-2222-3333-4444-555555555555\n"  # a block that opens with its id
+    "\t  8. Tasks tagged with the current page\n"
+    "\t  #+BEGIN_QUERY\n"
+)
+
+
+def test_a_logseq_block_id_leads_to_its_section_and_its_first_line():
+    assert find_blocks(FORMAT) == {
+        OTHER: Block("", ""),
+        ID: Block("functionality", "**Where is the config stored?**"),
+        "22222222-2222-3333-4444-555555555555": Block("faq", "FAQ"),
+        "33333333-2222-3333-4444-555555555555": Block("faq", "Tasks tagged with the current page"),
+    }
+
+
+def test_an_obsidian_block_id_ends_its_line_or_follows_its_block():
+    body = (
+        "Intro ^top\n\n## Usage\n\nA line of text. ^Para-1\n\n| a | b |\n|---|---|\n\n^tbl\n\n## Later\n\nx ^para-1\n"
+    )
+    assert find_blocks(body) == {
+        "top": Block("", "Intro"),
+        "para-1": Block("usage", "A line of text."),  # the first of two alike
+        "tbl": Block("usage", "|---|---|"),
+    }
+
+
+def test_text_without_an_id_declares_no_block():
+    for body in ("# T\n\nx^2 and 2^10\n", "a ^ b\n", "id:: not-a-uuid\n", "- id::" + ID + "\n", ""):
+        assert find_blocks(body) == {}
+
+
+@given(st.text(alphabet="ab -#*[]|\t", max_size=3 * LABEL_CHARS))
+def test_a_label_is_one_short_line(line: str):
+    label = find_blocks(f"- {line}\n  id:: {ID}\n")[ID].label
+    assert "\n" not in label and len(label) <= LABEL_CHARS + 1 and label == label.strip()
+
+
+NAMES = Names.of(
+    ["pages/Filename format.md", "pages/Usage.md", "b.md"],
+    blocks={"pages/Filename format.md": find_blocks(FORMAT), "b.md": find_blocks("# B\n\n## Usage\n\nLine ^x1\n")},
+)
+WIKI = WikiLinks(NAMES, "/kb")
+
+
+def test_a_block_reference_becomes_a_link_to_the_section_holding_it():
+    text = (
+        f"See (({ID.upper()})), [redo it]((({ID}))), {{{{embed (({ID})) }}}} and (({OTHER})).\n"
+        f"Unknown ((00000000-0000-0000-0000-000000000000)), in code `(({ID}))`.\n"
+        f"```\n(({ID}))\n```\n"
+    )
+    link = "<Filename format.md#functionality>"
+    assert WIKI.localize(text, "/kb/pages/Usage.md") == (
+        f"See [**Where is the config stored?**]({link}), [redo it]({link}), "
+        f"[**Where is the config stored?**]({link}) and [Filename format](<Filename format.md>).\n"
+        f"Unknown ((00000000-0000-0000-0000-000000000000)), in code `(({ID}))`.\n"
+        f"```\n(({ID}))\n```\n"
+    )
+    assert WIKI.localize(f"Above: (({ID}))\n", "/kb/pages/Filename format.md") == (
+        "Above: [**Where is the config stored?**](#functionality)\n"
+    )
+
+
+def test_an_obsidian_block_link_leads_to_the_section_holding_the_block():
+    assert WIKI.localize("[[b#^x1]], [[b#^X1|the line]], [[b#^nope]]\n", "/kb/a.md") == (
+        "[b#^x1](b.md#usage), [the line](b.md#usage), [b#^nope](b.md)\n"
+    )
+
+
+def test_an_import_writes_a_graphs_block_references_as_links(tmp_path: Path):
+    graph = tmp_path / "graph"
+    (graph / "pages").mkdir(parents=True)
+    (graph / "pages" / "Filename format.md").write_text(FORMAT)
+    (graph / "pages" / "Re-index.md").write_text(f"- Check the setting first: (({ID}))\n")
+    root = tmp_path / "store"
+    run(graph, root, wikilinks=True)
+    (page,) = asyncio.run(tool_texts(root, [("mark_fetch", {"url": "/kb/pages/Re-index.md"})]))
+    assert "- Check the setting first: [**Where is the config stored?**](<Filename format.md#functionality>)" in page
+    blocks = NoteBlocks(graph)
+    names = FolderNames(lambda: ["pages/Filename format.md", "pages/Re-index.md"], None, blocks).current()
+    assert names.owners[ID] == "pages/Filename format.md"
+    (graph / "pages" / "Filename format.md").write_text("# Moved away\n")
+    assert blocks(["pages/Filename format.md"]) == {"pages/Filename format.md": {}}  # read again once changed
