@@ -103,8 +103,14 @@ def test_an_import_writes_a_graphs_block_references_as_links(tmp_path: Path):
     (graph / "pages" / "Re-index.md").write_text(f"- Check the setting first: (({ID}))\n")
     root = tmp_path / "store"
     run(graph, root, wikilinks=True)
-    (page,) = asyncio.run(tool_texts(root, [("mark_fetch", {"url": "/kb/pages/Re-index.md"})]))
+    page, target = asyncio.run(
+        tool_texts(
+            root,
+            [("mark_fetch", {"url": "/kb/pages/Re-index.md"}), ("mark_fetch", {"url": "/kb/pages/Filename format.md"})],
+        )
+    )
     assert "- Check the setting first: [**Where is the config stored?**](<Filename format.md#functionality>)" in page
+    assert f"id:: {ID}" not in target and "Where is the" in target  # the id is the file's, not the reader's
     blocks = NoteBlocks(graph)
     names = FolderNames(lambda: ["pages/Filename format.md", "pages/Re-index.md"], None, blocks).current()
     assert names.owners[ID] == "pages/Filename format.md"

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from demarkus.importer import parse_note
-from demarkus.importer.properties import _PROPERTY, split_properties
+from demarkus.importer.properties import _PROPERTY, drop_hidden_properties, split_properties
 from demarkus.importer.wikilink import Names, WikiLinks
 
 
@@ -98,3 +98,22 @@ def test_only_the_property_lines_a_page_opens_with_and_the_blank_lines_after_the
     assert bool(taken) == bool(lines and _PROPERTY.fullmatch(lines[0]))
     if body and _PROPERTY.match(body):  # more property lines only after a blank line ended them
         assert any(not line.strip() for line in taken)
+
+
+def test_the_block_properties_logseq_never_shows_are_left_out():
+    uuid = "634fb3ee-cef0-4081-9085-c002d3be4e75"
+    raw = (
+        f"- Where is the config stored?\n  id:: {uuid}\n  collapsed:: true\n  type:: [[Command]]\n"
+        f"\t- id:: {uuid.upper()}\n\t  a block opening with its id\n"
+        "- Text\n  collapsed:: maybe\n  id:: not-a-uuid\n"
+        f"```\nid:: {uuid}\n```\n"
+    )
+    kept = (
+        "- Where is the config stored?\n  type:: [[Command]]\n"
+        f"\t- id:: {uuid.upper()}\n\t  a block opening with its id\n"
+        "- Text\n  collapsed:: maybe\n  id:: not-a-uuid\n"
+        f"```\nid:: {uuid}\n```\n"
+    )
+    assert parse_note(raw.encode(), "/kb/t.md", vault=True).body.decode() == kept
+    assert parse_note(raw.encode(), "/kb/t.md").body.decode() == raw  # not a vault: as written
+    assert drop_hidden_properties(kept) == kept

@@ -27,7 +27,7 @@ from ..store.layout import check_segments
 from .blockref import Block, find_blocks
 from .hashtag import inline_tags, joined_tags
 from .outliner import heading_lists
-from .properties import split_properties
+from .properties import drop_hidden_properties, split_properties
 
 __all__ = [
     "MAX_FILE",
@@ -115,7 +115,8 @@ def parse_note(
     in the store, and the relations a form declares in the body join the frontmatter's.
     A `vault` note is read as the editors that write wiki links write it: without a `---`
     block, the `key:: value` lines it opens with are its frontmatter (`properties`), the
-    child blocks an outliner indents under a heading are a list (`outliner`), and
+    block properties Logseq never shows are left out, the child blocks an outliner
+    indents under a heading are a list (`outliner`), and
     the tags its text writes (`hashtag.inline_tags`) join the frontmatter's, as many as the
     metadata limit leaves room for: a note is never refused for them, and those left out
     are named in `Note.tags_left_out`.
@@ -137,7 +138,7 @@ def parse_note(
         fields, rest = split_properties(text)
         text = rest if rest.strip() else text  # a page of properties only: they are its text too
     if vault:
-        text = heading_lists(text)
+        text = drop_hidden_properties(heading_lists(text))
     tags = inline_tags(text) if vault else []  # before links are rewritten: `#[[a b]]` is a tag
     declared: dict[str, list[str]] = {}
     for form in links:
