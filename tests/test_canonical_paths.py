@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from demarkus import auth
 from demarkus.errors import BadRequestError, NotFoundError
-from demarkus.protocol import Request, Verb, canonical_path, linked_path
+from demarkus.protocol import Request, Verb, canonical_path, linked_path, split_anchor
+from demarkus.render import escape_cell
 from demarkus.service import Service
 
 DOCUMENTS = ["/p/a.md", "/p/q/b.md", "/p/q/r/c.md", "/s/x.md", "/s/index.md", "/t.md"]
@@ -128,3 +129,12 @@ def test_a_linked_path_is_decoded_before_it_is_checked():
     assert linked_path("/docs%2F%2Fa.md/") == "/docs/a.md"
     with pytest.raises(NotFoundError):
         linked_path("/docs/%2e%2E/secret.md")
+
+
+def test_a_path_copied_from_a_table_cell_is_read_without_its_escapes():
+    for name in ("/pages/Changelog_07_09.md", "/a\\_b [1] (x) *y* `z` ~w #v |u.md", "/p\\q.md"):
+        assert linked_path(escape_cell(name)) == name
+    assert linked_path("/p\\q.md") == "/p\\q.md"  # no escape: the backslash is the name's
+    assert linked_path("/a%5C_b.md") == "/a\\_b.md"  # percent-encoded: the name's own
+    assert split_anchor("/notes/C\\# basics.md#usage") == ("/notes/C\\# basics.md", "usage")
+    assert split_anchor("/a.md") == ("/a.md", "") and split_anchor("/a.md#") == ("/a.md", "")

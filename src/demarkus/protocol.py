@@ -38,6 +38,7 @@ from .errors import (
     DemarkusError,
     NotFoundError,
 )
+from .render import unescape_cell
 
 DEFAULT_PORT = 6309
 ALPN = "mark"
@@ -431,15 +432,30 @@ def canonical_path(path: str) -> str:
 
 
 def linked_path(path: str) -> str:
-    """A path a caller copied from a link (a tool's `url`), as `canonical_path` spells it:
-    its percent-escapes decoded first, as a link's are (a LIST entry links `My note.md` as
-    `My%20note.md`), so every check sees the decoded path and an escaped `..` is refused
-    like a plain one.
+    """A path a caller copied from a link or a table (a tool's `url`), as `canonical_path`
+    spells it: its percent-escapes decoded first, as a link's are (a LIST entry links `My
+    note.md` as `My%20note.md`), so every check sees the decoded path and an escaped `..`
+    is refused like a plain one; before that, the backslashes a table's cell puts before
+    markdown punctuation are dropped (a lookup's row `/pages/Changelog\\_07\\_09.md` names
+    `/pages/Changelog_07_09.md`). A name holding a backslash before such a character is
+    named as the cell writes it (the backslash doubled) or with the backslash
+    percent-encoded (`%5C`).
 
     Raises:
         BadRequestError, NotFoundError: as `canonical_path`.
     """
-    return canonical_path(unquote(path))
+    return canonical_path(unquote(unescape_cell(path)))
+
+
+def split_anchor(location: str) -> tuple[str, str]:
+    """(path, anchor) of `/path#anchor` as a caller writes it; a `#` a table's cell escaped
+    (`/notes/C\\# basics.md`) belongs to the path."""
+    path, *anchor = _ANCHOR_MARK.split(location, maxsplit=1)
+    return path, anchor[0] if anchor else ""
+
+
+_ANCHOR_MARK = re.compile(r"(?<!\\)#")
+"""The `#` that starts an anchor: one no backslash escapes."""
 
 
 def normalize_scope(path: str) -> str:

@@ -6,19 +6,28 @@ choice here (escaping, ordering, number formats) is fixed.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from urllib.parse import quote
 
-_ESCAPED = str.maketrans({ch: "\\" + ch for ch in "\\[]()*_`~#|"})
-"""Each markdown punctuation character to itself behind a backslash."""
+_PUNCTUATION = "\\[]()*_`~#|"
+"""The markdown punctuation a name or a cell writes behind a backslash."""
+_ESCAPED = str.maketrans({ch: "\\" + ch for ch in _PUNCTUATION})
+_ESCAPE = re.compile("\\\\([" + re.escape(_PUNCTUATION) + "])")
 
 
 def escape_cell(text: str) -> str:
     """Escape markdown punctuation and flatten line breaks, for names and table cells."""
     text = text.replace("\r\n", " ").replace("\r", " ").replace("\n", " ")
     return text.translate(_ESCAPED)
+
+
+def unescape_cell(text: str) -> str:
+    """A name as `escape_cell` wrote it (`Changelog\\_07\\_09.md`), its escapes dropped: a
+    path copied from a table's cell is the path."""
+    return _ESCAPE.sub(r"\1", text)
 
 
 def escape_snippet(text: str) -> str:

@@ -181,6 +181,22 @@ async def test_a_url_is_read_as_a_link_with_its_escapes_decoded(demo_server):
         assert not failed and escaped == plain
 
 
+async def test_a_path_copied_from_a_lookups_table_reads_its_document(tmp_path: Path):
+    root = tmp_path / "store"
+    root.mkdir()
+    async with Client(make_server(root, trusted=True)) as client:
+        for url in ("/pages/Changelog_07_09.md", "/notes/C# basics.md"):
+            body = f"# {url}\n\n## Release notes\n\nThe unusual zebrafish release.\n"
+            created, failed = await call(client, "mark_publish", url=url.replace("#", "%23"), body=body)
+            assert not failed and created.startswith("status: created"), created
+        table, _ = await call(client, "mark_lookup", query="zebrafish release", match="body")
+        assert "| /pages/Changelog\\_07\\_09.md#release-notes |" in table  # a cell escapes `_`
+        assert "| /notes/C\\# basics.md#release-notes |" in table
+        for row in ("/pages/Changelog\\_07\\_09.md#release-notes", "/notes/C\\# basics.md#release-notes"):
+            text, failed = await call(client, "mark_fetch", url=row)
+            assert not failed and "The unusual zebrafish release." in text, text
+
+
 async def test_scope_confines_every_tool(demo_root: Path):
     async with Client(make_server(demo_root, scope="/runbooks")) as client:
         text, is_error = await call(client, "mark_fetch", url="/overview.md")

@@ -21,7 +21,7 @@ from ..backend import Backend
 from ..errors import BadRequestError, DemarkusError
 from ..expand.select import Selection
 from ..graph import GraphStore
-from ..protocol import in_scope, linked_path, normalize_scope, parse_mark_url
+from ..protocol import in_scope, linked_path, normalize_scope, parse_mark_url, split_anchor
 from .schema import compact_schema
 from .tools import Target, ToolFailure, Tools
 
@@ -74,7 +74,7 @@ class LocalResolver:
                 )
             path, anchor = parsed.path, parsed.fragment
         elif text.startswith("/"):
-            path, _, anchor = text.partition("#")
+            path, anchor = split_anchor(text)
         else:
             raise BadRequestError(
                 f"`{text}` is not a path; start it with / (e.g. /index.md) or use {self.authority}/path"
