@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from demarkus.importer.blockref import LABEL_CHARS, Block, find_blocks
+from demarkus.importer.blockref import LABEL_CHARS, NEAR_LINES, Block, find_blocks
 from demarkus.importer.note import NoteBlocks
 from demarkus.importer.wikilink import FolderNames, Names, WikiLinks
 
@@ -52,6 +52,13 @@ def test_an_obsidian_block_id_ends_its_line_or_follows_its_block():
         "para-1": Block("usage", "A line of text."),  # the first of two alike
         "tbl": Block("usage", "|---|---|"),
     }
+
+
+def test_a_blocks_first_line_is_looked_for_near_its_id_only():
+    near = "- First line\n" + "  key:: value\n" * (NEAR_LINES - 1) + f"  id:: {ID}\n"
+    far = "- First line\n" + "  key:: value\n" * NEAR_LINES + f"  id:: {ID}\n"
+    assert find_blocks(near)[ID].label == "First line"
+    assert find_blocks(far)[ID].label == ""  # each id walks a bounded way: linear in the note
 
 
 def test_text_without_an_id_declares_no_block():
