@@ -98,9 +98,9 @@ def test_a_block_reference_becomes_a_link_to_the_section_holding_it():
 
 
 def test_an_obsidian_block_link_leads_to_the_section_holding_the_block():
-    assert WIKI.localize("[[b#^x1]], [[b#^X1|the line]], [[b#^nope]]\n", "/kb/a.md") == (
-        "[b#^x1](b.md#usage), [the line](b.md#usage), [b#^nope](b.md)\n"
-    )
+    assert WIKI.localize("[[b#^x1]], [[b#^X1|the line]], [[b#^nope]], ![[b#^x1]]\n", "/kb/a.md") == (
+        "[b#^x1](b.md#usage), [the line](b.md#usage), [b#^nope](b.md), [Line](b.md#usage)\n"
+    )  # an embedded block shows its text in place: its first line is the link's text
 
 
 def test_an_import_writes_a_graphs_block_references_as_links(tmp_path: Path):

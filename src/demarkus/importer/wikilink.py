@@ -20,8 +20,8 @@ note's folder, else the one with the shortest path, else the first in path order
 declares no such block), `|alias` is the link's text, else the link as written. A
 Logseq block reference, `((634fb3ee-...))`, becomes a link to the section holding the
 block with the block's first line as its text (Logseq shows the block in its place), and
-so does an embedded block, `{{embed ((...))}}`; a markdown link to one, `[text](((...)))`,
-keeps its text. An embed of a note (`![[Segment log]]`, which those editors show in
+so does an embedded block, `{{embed ((...))}}` or Obsidian's `![[note#^id]]`; a markdown
+link to one, `[text](((...)))`, keeps its text. An embed of a note (`![[Segment log]]`, which those editors show in
 place) becomes a link too: a reader fetches what it needs once, where a copy would print
 the same text twice. A name no note has (an embedded picture, `![[map.png]]`), a wiki
 link inside a markdown link's text (markdown reads no link inside another) and anything
@@ -180,7 +180,7 @@ class WikiLinks:
         found = self._target(_split(match.group(2))[0], path)
         if found is None:
             return None
-        target, anchor = found
+        target, anchor, _ = found
         return target or path, anchor
 
     def relations(self, body: str, path: str) -> dict[str, list[tuple[str, str]]]:
@@ -223,12 +223,13 @@ class WikiLinks:
             found = self._target(written, path)
             if found is None:
                 return match.group(0)
-            target, anchor = found
+            target, anchor, shown = found
             link = posixpath.relpath(target, posixpath.dirname(path)) if target else ""
             written_link = destination(link, anchor)
             if written_link is None:
                 return match.group(0)
-            text = _ESCAPE.sub(r"\\\1", (alias or written).strip())
+            embedded = shown if match.group(1) else ""  # an embedded block shows its text in place
+            text = _ESCAPE.sub(r"\\\1", (alias or embedded or written).strip())
             return f"[{text}]({written_link})"
 
         return _REFERENCE.sub(swap, line)
@@ -256,25 +257,25 @@ class WikiLinks:
         text = _ESCAPE.sub(r"\\\1", block.label or page_name(note))
         return f"[{text}]({written_link})"
 
-    def _target(self, written: str, path: str) -> tuple[str, str] | None:
-        """(document path, or "" for the note itself; anchor) of the link written
-        `name#heading` (alias removed) in the document at `path`; `#^block` names the
-        section holding that block."""
+    def _target(self, written: str, path: str) -> tuple[str, str, str] | None:
+        """(document path, or "" for the note itself; anchor; the block's first line, or
+        "") of the link written `name#heading` (alias removed) in the document at `path`;
+        `#^block` names the section holding that block."""
         name, _, heading = written.partition("#")
         last = heading.split("#")[-1].strip()
         near = path[len(self.prefix.rstrip("/")) + 1 :]
         note = self.names.find(name, near) if name.strip() else near
         if note is None:
             return None
-        if last.startswith("^"):
+        if last.startswith("^"):  # a block: the section holding it
             block = self.names.blocks.get(note, {}).get(last[1:].lower())
-            anchor = block.anchor if block is not None else ""
+            anchor, label = (block.anchor, block.label) if block is not None else ("", "")
         else:
-            anchor = slugify(last)
+            anchor, label = slugify(last), ""
         if not name.strip():
-            return ("", anchor) if anchor else None
+            return ("", anchor, label) if anchor else None
         try:
-            return document_path(note, self.prefix), anchor
+            return document_path(note, self.prefix), anchor, label
         except DemarkusError:
             return None
 
