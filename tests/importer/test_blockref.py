@@ -97,6 +97,15 @@ def test_a_block_reference_becomes_a_link_to_the_section_holding_it():
     )
 
 
+def test_an_id_two_notes_declare_leads_to_the_one_with_the_shortest_path():
+    declared = {"b/copy.md": find_blocks(f"# Copy\n\n- x\n  id:: {ID}\n"), "a.md": find_blocks(FORMAT)}
+    names = Names.of(["b/copy.md", "a.md"], blocks=declared)
+    assert names.owners[ID] == "a.md"
+    assert WikiLinks(names, "/kb").localize(f"(({ID}))\n", "/kb/b/copy.md") == (
+        "[**Where is the config stored?**](../a.md#functionality)\n"
+    )
+
+
 def test_an_obsidian_block_link_leads_to_the_section_holding_the_block():
     assert WIKI.localize("[[b#^x1]], [[b#^X1|the line]], [[b#^nope]], ![[b#^x1]]\n", "/kb/a.md") == (
         "[b#^x1](b.md#usage), [the line](b.md#usage), [b#^nope](b.md), [Line](b.md#usage)\n"
