@@ -432,14 +432,14 @@ def canonical_path(path: str) -> str:
 
 
 def linked_path(path: str) -> str:
-    """A path a caller copied from a link or a table (a tool's `url`), as `canonical_path`
-    spells it: its percent-escapes decoded first, as a link's are (a LIST entry links `My
-    note.md` as `My%20note.md`), so every check sees the decoded path and an escaped `..`
-    is refused like a plain one; before that, the backslashes a table's cell puts before
-    markdown punctuation are dropped (a lookup's row `/pages/Changelog\\_07\\_09.md` names
-    `/pages/Changelog_07_09.md`). A name holding a backslash before such a character is
-    named as the cell writes it (the backslash doubled) or with the backslash
-    percent-encoded (`%5C`).
+    """A path a caller copied from a table or a link (a tool's `url`), as `canonical_path`
+    spells it. First the backslashes a table's cell puts before markdown punctuation are
+    dropped (a lookup's row `/pages/Changelog\\_07\\_09.md` names `/pages/Changelog_07_09.md`;
+    a name holding a backslash before such a character is named as the cell writes it, the
+    backslash doubled, or with the backslash percent-encoded, `%5C`); then the
+    percent-escapes are decoded, as a link's are (a LIST entry links `My note.md` as
+    `My%20note.md`), so every check sees the decoded path and an escaped `..` is refused
+    like a plain one.
 
     Raises:
         BadRequestError, NotFoundError: as `canonical_path`.

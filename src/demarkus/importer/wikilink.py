@@ -21,9 +21,9 @@ declares no such block), `|alias` is the link's text, else the link as written. 
 Logseq block reference, `((634fb3ee-...))`, becomes a link to the section holding the
 block with the block's first line as its text (Logseq shows the block in its place), and
 so does an embedded block, `{{embed ((...))}}` or Obsidian's `![[note#^id]]`; a markdown
-link to one, `[text](((...)))`, keeps its text. An embed of a note (`![[Segment log]]`, which those editors show in
-place) becomes a link too: a reader fetches what it needs once, where a copy would print
-the same text twice. A name no note has (an embedded picture, `![[map.png]]`), a wiki
+link to one, `[text](((...)))`, keeps its text. An embed of a note (`![[Segment log]]`,
+which those editors show in place) becomes a link too: a reader fetches what it needs
+once, where a copy would print the same text twice. A name no note has (an embedded picture, `![[map.png]]`), a wiki
 link inside a markdown link's text (markdown reads no link inside another) and anything
 in code or HTML stay as written. A relation written as a wiki link (`related: "[[Segment
 log]]"`, as Obsidian's properties hold links) names the document, and so does a list item
@@ -137,7 +137,8 @@ def _key(name: str) -> str:
 
 class FolderNames:
     """A folder's `Names`, read from its list of notes (and each note's aliases and block
-    ids) when first asked for and again after `forget` (a watcher forgets them when files come and go)."""
+    ids) when first asked for and again after `forget` (a watcher forgets them when files
+    come and go)."""
 
     def __init__(
         self,
