@@ -50,7 +50,7 @@ def test_an_obsidian_block_id_ends_its_line_or_follows_its_block():
     assert find_blocks(body) == {
         "top": Block("", "Intro"),
         "para-1": Block("usage", "A line of text."),  # the first of two alike
-        "tbl": Block("usage", "|---|---|"),
+        "tbl": Block("usage", "| a | b |"),  # the table's first line
     }
 
 

@@ -73,9 +73,8 @@ def find_blocks(body: str) -> dict[str, Block]:
         obsidian = _OBSIDIAN_ID.search(line)
         if obsidian is not None:
             text = line[: obsidian.start()]
-            if not text.strip():  # alone on its line: the block above it
-                above = range(number - 1, max(number - 1 - NEAR_LINES, -1), -1)
-                text = next((lines[n] for n in above if lines[n].strip()), "")
+            if not text.strip():  # alone on its line: the list or table above it
+                text = _block_above(lines, number)
             found[number] = (obsidian.group(1).lower(), _label(text))
     if not found:
         return {}
@@ -103,6 +102,18 @@ def _first_line(lines: list[str], number: int) -> str:
             continue
         first = line
         if _MARKER.match(line):
+            break
+    return first
+
+
+def _block_above(lines: list[str], number: int) -> str:
+    """The first line of the block that ends above `lines[number]` (after the blank lines
+    between them), at most `NEAR_LINES` up."""
+    first = ""
+    for above in range(number - 1, max(number - 1 - NEAR_LINES, -1), -1):
+        if lines[above].strip():
+            first = lines[above]
+        elif first:
             break
     return first
 
