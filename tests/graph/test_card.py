@@ -147,6 +147,31 @@ def test_relations_section_from_a_real_store_page() -> None:
         )
 
 
+def test_relations_and_backlinks_print_locations_as_the_caller_names_them() -> None:
+    """The local server passes a naming that turns its own nodes into bare paths; the
+    titles are still found by the node's URL, and another authority's URL stays whole."""
+    a, center, far = f"{W}/a.md", f"{W}/center.md", "mark://elsewhere/b.md"
+
+    def name(url: str) -> str:
+        return url.removeprefix(W) if url.startswith(W + "/") else url
+
+    rows = [
+        NeighborhoodRow(a, (Edge(a, center, "supersedes", anchor="status"),), 0),
+        NeighborhoodRow(far, (Edge(center, far, ""),), 0),
+    ]
+    assert render_relations(page_of(rows), {a: "A"}, name) == (
+        "## Relations (2 documents)\n"
+        "- [A](/a.md)\n"
+        "  - incoming [supersedes]; [source](/a.md#status)\n"
+        "- [mark://elsewhere/b.md](mark://elsewhere/b.md)\n"
+        "  - outgoing [link]; [source](/center.md)\n"
+    )
+    edges = [Edge(a, center, "supersedes"), Edge(far, center, "")]
+    assert render_backlinks("/center.md", edges, {a: "A"}, name=name) == (
+        "Backlinks for /center.md (2):\n\n- mark://elsewhere/b.md\n- [A](/a.md) [supersedes]\n"
+    )
+
+
 def test_siblings_section() -> None:
     names = [f"n{i}.md" for i in range(12)] + ["sub/"]
     assert render_siblings("/dir/", ["other.md", "sub/"], complete=True) == (

@@ -112,8 +112,10 @@ async def test_unknown_anchor_is_a_tool_error_listing_the_anchors(demo_server):
 async def test_backlinks_come_from_the_authoritys_graph_before_any_document_is_read(demo_server):
     async with Client(demo_server) as demo_client:
         found, _ = await call(demo_client, "mark_backlinks", url="/decisions/adr-0003-sqlite-job-store.md")
-        assert found.startswith("Backlinks for mark://demo.world/decisions/adr-0003-sqlite-job-store.md (")
-        assert "(mark://demo.world/decisions/adr-0007-segment-log.md) [supersedes]" in found
+        # named as every other local text names them: bare paths, not the authority's address
+        assert found.startswith("Backlinks for /decisions/adr-0003-sqlite-job-store.md (")
+        assert "(/decisions/adr-0007-segment-log.md) [supersedes]" in found
+        assert "mark://" not in found
 
 
 async def test_explore_records_relations_in_both_directions(demo_server):

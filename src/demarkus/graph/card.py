@@ -33,7 +33,7 @@ no per-source revision evidence to annotate the others with.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from .observe import Edge
@@ -102,16 +102,22 @@ def render_outbound(links: Sequence[LinkLike], cap: int = 10) -> str:
     return "".join(out)
 
 
-def render_relations(page: NeighborhoodPage, titles: Mapping[str, str]) -> str:
+def _as_is(url: str) -> str:
+    return url
+
+
+def render_relations(page: NeighborhoodPage, titles: Mapping[str, str], name: Callable[[str], str] = _as_is) -> str:
     """`## Relations (N documents)`: one page of the neighbourhood, each neighbour with its
-    edges, then `next-cursor:` when more pages follow."""
+    edges, then `next-cursor:` when more pages follow. `name` turns a node's URL into the
+    location the text prints (a bare path on the local server)."""
     noun = "document" if page.total_rows == 1 else "documents"
     out = [f"## Relations ({page.total_rows} {noun})\n"]
     for row in page.rows:
         title = _one_line(titles.get(row.url, ""))
-        out.append(f"- [{_link_text(title or row.url)}]({_destination(row.url)})\n")
+        shown = name(row.url)
+        out.append(f"- [{_link_text(title or shown)}]({_destination(shown)})\n")
         for edge in row.edges:
-            out.append(f"  - {_edge_direction(page, edge)} {_edge_line(edge)}\n")
+            out.append(f"  - {_edge_direction(page, edge)} {_edge_line(edge, name)}\n")
         if row.omitted_edges:
             out.append(f"  - +{row.omitted_edges} more edges\n")
     out.append(_more(page.remaining_rows, "documents"))
@@ -134,15 +140,19 @@ def render_siblings_unavailable(dir_path: str) -> str:
     return f"## Siblings in {dir_path} (listing unavailable)\n"
 
 
-def render_backlinks(url: str, edges: Sequence[Edge], titles: Mapping[str, str], cap: int = 50) -> str:
-    """The `mark_backlinks` answer: one line per incoming edge, by source URL then rel."""
+def render_backlinks(
+    url: str, edges: Sequence[Edge], titles: Mapping[str, str], cap: int = 50, name: Callable[[str], str] = _as_is
+) -> str:
+    """The `mark_backlinks` answer: one line per incoming edge, by source URL then rel;
+    `url` and `name` as `render_relations` prints locations."""
     if not edges:
         return f"No backlinks found for {url}\nExplore or fetch documents that link here to record their links.\n"
     ordered = sorted(edges, key=lambda e: (e.source, e.rel, e.target))
     out = [f"Backlinks for {url} ({len(ordered)}):\n", "\n"]
     for edge in ordered[:cap]:
         title = _one_line(titles.get(edge.source, ""))
-        source = f"[{_link_text(title)}]({_destination(edge.source)})" if title else edge.source
+        shown = name(edge.source)
+        source = f"[{_link_text(title)}]({_destination(shown)})" if title else shown
         out.append(f"- {source}{edge_annotation(edge)}\n")
     out.append(_more(len(ordered) - cap, "backlinks"))
     return "".join(out)
@@ -172,9 +182,9 @@ def _edge_direction(page: NeighborhoodPage, edge: Edge) -> str:
     return "incoming" if edge.target == page.url else "outgoing"
 
 
-def _edge_line(edge: Edge) -> str:
+def _edge_line(edge: Edge, name: Callable[[str], str]) -> str:
     """`[rel]; [source](url#anchor) "label" xN` for one edge of a relations row."""
-    source = edge.source + (f"#{edge.anchor}" if edge.anchor else "")
+    source = name(edge.source) + (f"#{edge.anchor}" if edge.anchor else "")
     text = f"[{edge.rel or 'link'}]; [source]({_destination(source)})"
     if edge.label:
         text += f" {_quote(edge.label)}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
@@ -460,7 +460,7 @@ class Tools:
             render_outline_section(outline_text(outline).splitlines()),
             render_opening(opening_paragraph(response.body)),
             render_outbound(extract_links(response.body, target.node)),
-            render_relations(page, titles),
+            render_relations(page, titles, self._naming(target)),
             await self._siblings(target),
             f"fetch {target.url}#<anchor> for a section; mark_fetch force=true for the full body\n",
         ]
@@ -491,7 +491,21 @@ class Tools:
         await self._seed(target)
         graph = self.resolver.graph(target)
         edges = graph.backlinks(target.node, within=self.resolver.within(target))
-        return render_backlinks(target.node, edges, graph.titles(e.source for e in edges))
+        titles = graph.titles(e.source for e in edges)
+        return render_backlinks(target.url, edges, titles, name=self._naming(target))
+
+    def _naming(self, target: Target) -> Callable[[str], str]:
+        """How graph answers name a node seen from `target`: one on target's authority as
+        every other tool text names its paths (a bare path locally, so the text does not
+        change with the authority's address), any other URL as it is."""
+        origin = target.node[: len(target.node) - len(target.path)]
+
+        def name(node: str) -> str:
+            if node.startswith(origin + "/"):
+                return self.resolver.name(target, node[len(origin) :])
+            return node
+
+        return name
 
     # --- mark_list / mark_versions --------------------------------------------------------
 
