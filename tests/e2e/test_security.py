@@ -259,7 +259,7 @@ async def test_mcp_scope_hides_titles_and_paths_outside_it_in_explore_and_backli
         )
 
     url = "/runbooks/verify-cluster-health.md"
-    outside = ("mark://demo.world/operations/", "mark://demo.world/index.md", "Monitoring", "Harborwick documentation")
+    outside = ("(/operations/", "(/index.md)", "Monitoring", "Harborwick documentation")
     async with MCPClient(params("/")) as wide:
         everything, _ = await call(wide, "mark_backlinks", url=url)
     assert all(name in everything for name in outside)  # the graph does know them
@@ -269,7 +269,7 @@ async def test_mcp_scope_hides_titles_and_paths_outside_it_in_explore_and_backli
     relations = explored[explored.index("## Relations") : explored.index("## Siblings")]
     for text in (backlinks, relations):
         assert not [name for name in outside if name in text], text
-        assert "mark://demo.world/runbooks/take-snapshot.md" in text
+        assert "(/runbooks/take-snapshot.md)" in text
 
 
 # --- item 10: small malformed inputs -----------------------------------------------------

@@ -159,7 +159,7 @@ async def test_a_wiki_link_to_a_note_that_comes_later_leads_to_it_once_its_note_
         (folder / "alpha.md").write_text("# Alpha\n\nSee [[Gamma]] and [[beta|the beta]], again.\n")
 
         async def linked() -> bool:
-            return f"{AUTHORITY}/notes/alpha.md" in await run.tools.backlinks("/notes/gamma.md")
+            return "(/notes/alpha.md)" in await run.tools.backlinks("/notes/gamma.md")
 
         await run.until(linked, "a wiki link to a new note")
         assert "See [Gamma](gamma.md) and [the beta](beta.md), again.\n" in await run.tools.fetch("/notes/alpha.md")
