@@ -25,6 +25,7 @@ from ..markdown.relations import written_reference
 from ..protocol import MAX_BODY, MAX_METADATA, MAX_PUBLISHER_BYTES, MAX_PUBLISHER_KEYS, validate_publisher_metadata
 from ..store.layout import check_segments
 from .blockref import Block, find_blocks
+from .comment import drop_comments
 from .hashtag import inline_tags, joined_tags
 from .outliner import heading_lists
 from .properties import drop_hidden_properties, split_properties
@@ -113,8 +114,8 @@ def parse_note(
     is added after the frontmatter's. A note without a title takes its first H1. Links
     and relations in one of the `links` forms (a web address, a wiki link) name the note
     in the store, and the relations a form declares in the body join the frontmatter's.
-    A `vault` note is read as the editors that write wiki links write it: without a `---`
-    block, the `key:: value` lines it opens with are its frontmatter (`properties`), the
+    A `vault` note is read as the editors that write wiki links write it: its comments
+    (`%%...%%`) left out (`comment`); without a `---` block, the `key:: value` lines it opens with are its frontmatter (`properties`), the
     block properties Logseq never shows are left out, the child blocks an outliner
     indents under a heading are a list (`outliner`), and
     the tags its text writes (`hashtag.inline_tags`) join the frontmatter's, as many as the
@@ -133,7 +134,7 @@ def parse_note(
         ) from None
     parts = split_frontmatter(text)
     fields = parse_frontmatter(parts.block) if parts.block is not None else {}
-    text = parts.body
+    text = drop_comments(parts.body) if vault else parts.body
     if vault and parts.block is None:
         fields, rest = split_properties(text)
         text = rest if rest.strip() else text  # a page of properties only: they are its text too

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from .sections import parse_body
 
-__all__ = ["Spans", "destination", "in_spans", "rewrite_outside_code", "split_lines"]
+__all__ = ["Spans", "code_lines", "code_spans", "destination", "in_spans", "rewrite_outside_code", "split_lines"]
 
 Spans = list[tuple[int, int]]
 """Character ranges of a line's code spans: a match starting inside one is text."""
@@ -38,11 +38,11 @@ def rewrite_outside_code(body: str, wanted: Callable[[str], bool], rewrite: Call
     is wanted."""
     if not wanted(body):
         return body
-    text_lines = _text_lines(body)
+    text_lines = code_lines(body)
     lines = split_lines(body)
     for number, line in enumerate(lines):
         if number not in text_lines and wanted(line):
-            lines[number] = rewrite(line, [m.span() for m in _CODE_SPAN.finditer(line)])
+            lines[number] = rewrite(line, code_spans(line))
     return "".join(lines)
 
 
@@ -52,13 +52,18 @@ def split_lines(body: str) -> list[str]:
 
 
 @functools.lru_cache(maxsize=4)
-def _text_lines(body: str) -> frozenset[int]:
+def code_lines(body: str) -> frozenset[int]:
     """Numbers of the lines of code blocks and HTML blocks in `body`. Kept for the last few
     bodies: an importer reads one body for its relations, then rewrites its links."""
     parsed = parse_body(body.encode("utf-8"), inline=False)
     return frozenset(
         line for token in parsed.tokens if token.type in _TEXT_BLOCKS and token.map for line in range(*token.map)
     )
+
+
+def code_spans(line: str) -> Spans:
+    """The character ranges of `line`'s code spans."""
+    return [m.span() for m in _CODE_SPAN.finditer(line)]
 
 
 def in_spans(position: int, spans: Spans) -> bool:
