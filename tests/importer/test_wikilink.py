@@ -57,6 +57,10 @@ def local(body: str, path: str = "/kb/adr/a.md", wiki: WikiLinks = WIKI) -> str:
         ("![[Segment log]]", "[Segment log](<../Segment log.md>)"),  # an embedded note: a link to it
         ("![[ann#Role|her role]]", "[her role](../people/ann.md#role)"),
         ("![[map.png]]", "![[map.png]]"),  # an embedded picture: no note
+        ("{{embed [[Segment log]]}}", "[Segment log](<../Segment log.md>)"),  # Logseq's embed: as `![[...]]`
+        ("{{embed  [[ann|Ann]] }}", "[Ann](../people/ann.md)"),
+        ("{{embed [[Nowhere]]}}", "{{embed [[Nowhere]]}}"),
+        ("`{{embed [[ann]]}}`", "`{{embed [[ann]]}}`"),
         ("![[map.png|300]]", "![[map.png|300]]"),
         ("[[1]](https://example.org/1)", "[[1]](https://example.org/1)"),  # a markdown link's text
         ("[see [[ann]] too](https://example.org/)", "[see [[ann]] too](https://example.org/)"),  # inside one

@@ -22,7 +22,7 @@ Logseq block reference, `((634fb3ee-...))`, becomes a link to the section holdin
 block with the block's first line as its text (Logseq shows the block in its place), and
 so does an embedded block, `{{embed ((...))}}` or Obsidian's `![[note#^id]]`; a markdown
 link to one, `[text](((...)))`, keeps its text. An embed of a note (`![[Segment log]]`,
-which those editors show in place) becomes a link too: a reader fetches what it needs
+Logseq's `{{embed [[Segment log]]}}`, which those editors show in place) becomes a link too: a reader fetches what it needs
 once, where a copy would print the same text twice. A name no note has (an embedded picture, `![[map.png]]`), a wiki
 link inside a markdown link's text (markdown reads no link inside another) and anything
 in code or HTML stay as written. A relation written as a wiki link (`related: "[[Segment
@@ -58,9 +58,10 @@ _REFERENCE = re.compile(
     rf"|\{{\{{embed[ \t]+\(\(({UUID})\)\)[ \t]*\}}\}}"  # Logseq's embedded block
     rf"|\]\(\(\(({UUID})\)\)\)"  # a markdown link to a block: `[text](((id)))`
     rf"|\(\(({UUID})\)\)"  # a block reference
+    r"|\{\{embed[ \t]+\[\[([^\[\]\r\n]+)\]\][ \t]*\}\}"  # Logseq's embedded page
 )
 """A wiki link (groups 1 to 3), or a Logseq block's id as an embed (4), a link's
-destination (5) or a reference (6)."""
+destination (5) or a reference (6), or the name in Logseq's embed of a page (7)."""
 _RELATION = re.compile(
     r" {0,3}[-*+][ \t]+([A-Za-z][A-Za-z0-9_ -]{0,63}?)[ \t]+\[\[([^\[\]\r\n]+)\]\](?:[ \t]+\([^()\r\n]*\))?[ \t]*\r?\n?"
 )
@@ -216,24 +217,32 @@ class WikiLinks:
         def swap(match: re.Match[str]) -> str:
             if in_spans(match.start(), spans):
                 return match.group(0)
+            if match.group(7) is not None:  # `{{embed [[name]]}}`: as `![[name]]`
+                return self._wiki_link(match.group(7), path, embedded=True) or match.group(0)
             if match.group(2) is None:
                 return self._block_link(match, path)
             if match.group(3) or _LINK_TEXT_END.match(line, match.end()):
                 return match.group(0)
-            written, alias = _split(match.group(2))
-            found = self._target(written, path)
-            if found is None:
-                return match.group(0)
-            target, anchor, shown = found
-            link = posixpath.relpath(target, posixpath.dirname(path)) if target else ""
-            written_link = destination(link, anchor)
-            if written_link is None:
-                return match.group(0)
-            embedded = shown if match.group(1) else ""  # an embedded block shows its text in place
-            text = _ESCAPE.sub(r"\\\1", (alias or embedded or written).strip())
-            return f"[{text}]({written_link})"
+            return self._wiki_link(match.group(2), path, embedded=bool(match.group(1))) or match.group(0)
 
         return _REFERENCE.sub(swap, line)
+
+    def _wiki_link(self, inner: str, path: str, *, embedded: bool) -> str | None:
+        """The markdown link a wiki link's `inner` text (`name#heading|alias`) makes from
+        the document at `path`; None when it names no note of the folder, or no link can be
+        written to it. An embedded block shows its text in place: its first line is the
+        link's text."""
+        written, alias = _split(inner)
+        found = self._target(written, path)
+        if found is None:
+            return None
+        target, anchor, shown = found
+        link = posixpath.relpath(target, posixpath.dirname(path)) if target else ""
+        written_link = destination(link, anchor)
+        if written_link is None:
+            return None
+        text = _ESCAPE.sub(r"\\\1", (alias or (shown if embedded else "") or written).strip())
+        return f"[{text}]({written_link})"
 
     def _block_link(self, match: re.Match[str], path: str) -> str:
         """A Logseq block's id (`_REFERENCE`'s groups 4 to 6) as a link to the section
