@@ -115,12 +115,12 @@ def parse_note(
     and relations in one of the `links` forms (a web address, a wiki link) name the note
     in the store, and the relations a form declares in the body join the frontmatter's.
     A `vault` note is read as the editors that write wiki links write it: its comments
-    (`%%...%%`) left out (`comment`); without a `---` block, the `key:: value` lines it opens with are its frontmatter (`properties`), the
-    block properties Logseq never shows are left out, the child blocks an outliner
-    indents under a heading are a list (`outliner`), and
-    the tags its text writes (`hashtag.inline_tags`) join the frontmatter's, as many as the
-    metadata limit leaves room for: a note is never refused for them, and those left out
-    are named in `Note.tags_left_out`.
+    (`%%...%%`) are left out (`comment`); without a `---` block, the `key:: value` lines
+    it opens with are its frontmatter (`properties`), the block properties Logseq never
+    shows are left out, the child blocks an outliner indents under a heading are a list
+    (`outliner`), and the tags its text writes (`hashtag.inline_tags`) join the
+    frontmatter's, as many as the metadata limit leaves room for: a note is never refused
+    for them, and those left out are named in `Note.tags_left_out`.
 
     Raises:
         BadRequestError: not UTF-8, too large, bad frontmatter, no text, or metadata the

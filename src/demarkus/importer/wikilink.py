@@ -22,12 +22,13 @@ Logseq block reference, `((634fb3ee-...))`, becomes a link to the section holdin
 block with the block's first line as its text (Logseq shows the block in its place), and
 so does an embedded block, `{{embed ((...))}}` or Obsidian's `![[note#^id]]`; a markdown
 link to one, `[text](((...)))`, keeps its text. An embed of a note (`![[Segment log]]`,
-Logseq's `{{embed [[Segment log]]}}`, which those editors show in place) becomes a link too: a reader fetches what it needs
-once, where a copy would print the same text twice. A name no note has (an embedded picture, `![[map.png]]`), a wiki
-link inside a markdown link's text (markdown reads no link inside another) and anything
-in code or HTML stay as written. A relation written as a wiki link (`related: "[[Segment
-log]]"`, as Obsidian's properties hold links) names the document, and so does a list item
-that is a typed link, as basic-memory writes relations in the body::
+Logseq's `{{embed [[Segment log]]}}`, which those editors show in place) becomes a link
+too: a reader fetches what it needs once, where a copy would print the same text twice.
+A name no note has (an embedded picture, `![[map.png]]`), a wiki link inside a markdown
+link's text (markdown reads no link inside another) and anything in code or HTML stay as
+written. A relation written as a wiki link (`related: "[[Segment log]]"`, as Obsidian's
+properties hold links) names the document, and so does a list item that is a typed link,
+as basic-memory writes relations in the body::
 
     - depends_on [[Segment log]] (for the offsets)
 
