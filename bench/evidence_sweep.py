@@ -9,11 +9,14 @@ world, the hop's yield: how many related blocks (`(via ...)`) hold an evidence q
     .venv/bin/python -m bench.evidence_sweep [--world DIR ...] [--budgets 1000 1500 2000 3000] [--limits 3 10]
         [--against bench/results/evidence_sweep.json]
 
-With `--against` an earlier run's v0.1.0 figures are reused (that arm and the worlds are
-frozen, so they cannot change; half the time) and the questions whose quotes found moved
-are listed: what a change did, question by question.
+Per world, the sums over its settings and its worst setting against v0.1.0. With
+`--against` an earlier run's v0.1.0 figures are reused (that arm and the worlds are
+frozen, so they cannot change; half the time), each world's sums in that run are shown
+beside today's (a change is kept only if no world's fall and one rises), and the
+questions whose quotes found moved are listed: what a change did, question by question.
 
-Results go to bench/results/evidence_sweep.json.
+Results go to bench/out/evidence_sweep.json, and to bench/results/evidence_sweep.json (the
+committed grid) when the whole grid ran: every visible world, the default budgets and limits.
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ from . import arms, common
 from .common import load_world
 from .evidence_peps import measure
 
+BUDGETS = [1000, 1500, 2000, 3000]
+LIMITS = [3, 10]
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -36,8 +42,8 @@ def main() -> None:
         action="append",
         help="a world directory (repeat; default every visible world: peps, eth, rust, demo, go, logseq)",
     )
-    parser.add_argument("--budgets", type=int, nargs="+", default=[1000, 1500, 2000, 3000])
-    parser.add_argument("--limits", type=int, nargs="+", default=[3, 10])
+    parser.add_argument("--budgets", type=int, nargs="+", default=BUDGETS)
+    parser.add_argument("--limits", type=int, nargs="+", default=LIMITS)
     parser.add_argument(
         "--against",
         type=Path,
@@ -45,6 +51,8 @@ def main() -> None:
         "(same baseline commit only), and list the questions whose quotes found changed since it",
     )
     args = parser.parse_args()
+    # only a run of the whole grid replaces the committed copy
+    whole = args.world is None and args.budgets == BUDGETS and args.limits == LIMITS
     worlds = args.world or list(common.VISIBLE_WORLDS)
     commit = arms.baseline_commit()
     earlier = _earlier(args.against, commit)
@@ -101,6 +109,17 @@ def main() -> None:
     )
     print(f"\nsummed over the {len(rows)} settings: v0.1.0 {totals['v0.1.0']}, current {totals['current']}")
     common.print_table(
+        "per world, summed over its settings (the worst: current minus v0.1.0 at its lowest setting)",
+        [
+            "world",
+            "v0.1.0 all/quotes",
+            "current all/quotes",
+            "worst setting",
+            *(["earlier current"] if earlier else []),
+        ],
+        [_world_row(world.name, results, earlier) for world in worlds],
+    )
+    common.print_table(
         "the hop: related blocks holding an evidence quote, of all related blocks, summed over the settings",
         ["world", "v0.1.0", "current"],
         [[w, f"{h['v0.1.0'][0]}/{h['v0.1.0'][1]}", f"{h['current'][0]}/{h['current'][1]}"] for w, h in hops.items()],
@@ -116,6 +135,7 @@ def main() -> None:
             "baseline": commit,
         },
         {"settings": results, "totals": totals, "hops": hops},
+        keep=whole,
     )
 
 
@@ -131,6 +151,33 @@ def _earlier(path: Path | None, commit: str) -> dict[tuple[str, int, int], dict]
     if document["parameters"].get("baseline") != commit:
         raise SystemExit(f"{path} was measured against another baseline than {commit}: run without --against")
     return {(s["world"], s["limit"], s["budget"]): s for s in document["results"]["settings"]}
+
+
+def _world_row(world: str, results: list[dict], earlier: dict[tuple[str, int, int], dict]) -> list[object]:
+    """One world's sums over its settings, v0.1.0 then current (questions with every quote /
+    quotes found), the setting where current is furthest below v0.1.0 (or nearest above),
+    and, with an earlier run, its current sums then: what a change did to this world."""
+    mine = [s for s in results if s["world"] == world]
+
+    def sums(settings: list[dict], arm: str) -> str:
+        return f"{sum(s[arm]['all_quotes'] for s in settings)}/{sum(s[arm]['quotes_found'] for s in settings)}"
+
+    worst = min(mine, key=lambda s: s["current"]["all_quotes"] - s["v0.1.0"]["all_quotes"])
+    gap = worst["current"]["all_quotes"] - worst["v0.1.0"]["all_quotes"]
+    row: list[object] = [
+        world,
+        sums(mine, "v0.1.0"),
+        sums(mine, "current"),
+        f"{gap:+d} (l{worst['limit']} b{worst['budget']})",
+    ]
+    if earlier:
+        then = [
+            earlier[(s["world"], s["limit"], s["budget"])]
+            for s in mine
+            if (s["world"], s["limit"], s["budget"]) in earlier
+        ]
+        row.append(sums(then, "current") if len(then) == len(mine) else "-")
+    return row
 
 
 def _print_changes(earlier: dict[tuple[str, int, int], dict], results: list[dict]) -> None:
