@@ -17,6 +17,8 @@ contains the quote; a bare-path row counts only when the quote is in the preambl
 Questions without evidence (category `absent`) are not applicable.
 
 This bench MEASURES: no ranking weight, stop word or rule was chosen by looking at it.
+Results go to bench/out/retrieval.json, and to bench/results/retrieval.json (the committed
+copy) when every visible world ran at the default limit.
 """
 
 from __future__ import annotations
@@ -159,6 +161,7 @@ def main(argv: list[str] | None = None) -> None:
         "retrieval",
         {"worlds": [shown(w) for w in worlds], "limit": args.limit},
         {"worlds": results},
+        keep=args.world is None and args.limit == LIMIT,  # part of it keeps the committed copy
     )
 
 
