@@ -65,14 +65,16 @@ def test_a_comment_does_not_answer_a_search(tmp_path: Path):
     (vault / "plan.md").write_text("# Plan\n\nShip on Friday.\n\n%%\nThe zeppelin budget is secret.\n%%\n")
     root = tmp_path / "store"
     run(vault, root, wikilinks=True)
-    found, fetched = asyncio.run(
+    shown, found, fetched = asyncio.run(
         tool_texts(
             root,
             [
+                ("mark_lookup", {"query": "ship friday", "match": "body"}),
                 ("mark_lookup", {"query": "zeppelin budget", "match": "body"}),
                 ("mark_fetch", {"url": "/kb/plan.md"}),
             ],
         )
     )
+    assert "/kb/plan.md" in shown  # the note's own words find it
     assert "/kb/plan.md" not in found
     assert "Ship on Friday." in fetched and "zeppelin" not in fetched
