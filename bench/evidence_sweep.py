@@ -171,12 +171,8 @@ def _world_row(world: str, results: list[dict], earlier: dict[tuple[str, int, in
         f"{gap:+d} (l{worst['limit']} b{worst['budget']})",
     ]
     if earlier:
-        then = [
-            earlier[(s["world"], s["limit"], s["budget"])]
-            for s in mine
-            if (s["world"], s["limit"], s["budget"]) in earlier
-        ]
-        row.append(sums(then, "current") if len(then) == len(mine) else "-")
+        keys = [(s["world"], s["limit"], s["budget"]) for s in mine]
+        row.append(sums([earlier[k] for k in keys], "current") if all(k in earlier for k in keys) else "-")
     return row
 
 
