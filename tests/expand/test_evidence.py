@@ -12,10 +12,12 @@ from hypothesis import strategies as st
 
 from demarkus.errors import NotFoundError, TransportError
 from demarkus.expand import frames
+from demarkus.expand.candidates import Candidate
 from demarkus.expand.document import MAX_FETCHES, Document, Fetched
 from demarkus.expand.ledger import MAX_RELATED, Action, Ledger, Tally
 from demarkus.expand.page import Page
 from demarkus.expand.select import Selection, expand, select_evidence, weak
+from demarkus.expand.show import show_leading, show_one
 from demarkus.expand.table import Table
 from demarkus.mcp.text import envelope
 from demarkus.render import LookupRow, render_lookup
@@ -158,29 +160,25 @@ def test_no_text_is_printed_twice(case):
 
 
 def test_a_range_cut_after_its_leading_blocks_does_not_reprint_a_section_shown_elsewhere():
-    # found by the property above: /d1.md is printed cut after its leading blocks, which
-    # hold its Shared section's own text but not that section's sub-section; the same
-    # text was printed by /d0.md#shared before
+    # found by the property above: /d1.md printed cut after its leading blocks, which hold
+    # its Shared section's own text but not that section's sub-section; the same text was
+    # printed by /d0.md#shared before (a lead's rest prints this way)
     shared = "## Shared\n\nThe same words in two places. marker-shared\n\n"
-    filler = " ".join(["retention"] * 20)
-    long = "".join(f"{filler} {WORDS[k % len(WORDS)]}. marker-0-long-{k}\n\n" for k in range(50))
     retention = "".join(
         f"{'#' * level} Retention {j}\n\nretention. marker-1-{j}-0\n\n```\nretention\n\nretention\n```\n\n"
         for level, j in ((3, 1), (2, 2), (2, 3))
     )
-    world = World(
-        {
-            "/d0.md": ("# Doc 0\n\nOpening of doc 0. marker-0-open\n\n" + shared + "## Long\n\n" + long, {}),
-            "/d1.md": ("# Doc 1\n\nOpening of doc 1. marker-1-open\n\n" + shared + retention, {}),
-            "/d2.md": (
-                "# Doc 2\n\nOpening of doc 2. marker-2-open\n\n## Retention 0\n\nretention. marker-2-0-0\n\n",
-                {},
-            ),
-        }
-    )
-    _, selection, _ = run(world, [("/d2.md", ""), ("/d1.md", ""), ("/d0.md", "doc-0")], 315, "snapshot")
-    assert ">>> /d1.md/v3#doc-1\n" in selection.text and ">>> /d0.md/v3#shared\n" in selection.text
-    assert selection.text.count("marker-shared\n") == 1
+    d0 = Document.read("/d0.md", Fetched("/d0.md", ("# Doc 0\n\nOpening of doc 0.\n\n" + shared).encode(), 3, {}))
+    body = "# Doc 1\n\nOpening of doc 1. marker-1-open\n\n" + shared + retention
+    d1 = Document.read("/d1.md", Fetched("/d1.md", body.encode(), 3, {}))
+    page = Page(Ledger("head", 120, Tally(rows=2)))
+    section = d0.outline.find("shared")
+    assert section is not None
+    assert show_one(page, d0, Candidate("shared", section.start, section.end, "the section"), "row 1") is None
+    assert show_leading(page, d1, Candidate("doc-1", 0, len(body.encode()), "the document"), "row 2")
+    text = page.ledger.close()
+    assert ">>> /d1.md/v3#doc-1\n" in text and "marker-1-open" in text and "marker-1-3-0" not in text
+    assert text.count("marker-shared\n") == 1
 
 
 def test_a_section_shown_in_two_parts_is_marked_once_where_a_wider_block_holds_it():

@@ -6,7 +6,7 @@ a query term), in page order; more of each related
 document (its further paragraphs); the rest of each lead; then the blocks that did not fit
 whole in their turn, each sharing what is left with those after it: whole when it fits,
 else its paragraphs holding the most query terms (beyond its share when none fits in it),
-else its leading blocks.
+else nothing (the omission note names it).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from .document import Document
 from .hop import Related
 from .ledger import MAX_RELATED, Action
 from .page import Page, Pending
-from .show import print_relations, show_excerpt, show_leading, show_leads, show_new
+from .show import print_relations, show_excerpt, show_leads, show_new
 
 PENDING_PASSAGES = 8
 """Passages tried, for a block that did not fit whole, with the budget left at the end."""
@@ -80,15 +80,14 @@ def _show_part(page: Page, item: Pending, share: int, turn: str, terms: Sequence
     holding the most query terms, within its share; when none fits there and nothing of
     the block printed in its turn, within what is left (the blocks wait in rank order, so
     a better-ranked block's best paragraph goes before the shares of those after it, and the
-    query's words choose it, as within a share); else its leading blocks (the rest of a
-    block that printed narrower reads on in order)."""
+    query's words choose it, as within a share). Never its leading blocks: when none of
+    its paragraphs holding a query term fits, what opens it is rarely what was asked, and
+    the omission note (or the narrower block's closing line) names it for a fetch."""
     doc, cand = item.doc, item.candidate
     best = _best_parts(doc, cand, terms)
     if show_excerpt(page, doc, cand, best, share, turn):
         return True
-    if not item.rest and show_excerpt(page, doc, cand, best, None, turn):
-        return True
-    return show_leading(page, doc, cand, turn)
+    return not item.rest and show_excerpt(page, doc, cand, best, None, turn)
 
 
 def _left_out(page: Page, item: Pending, why: str) -> None:
