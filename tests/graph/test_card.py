@@ -183,6 +183,25 @@ def test_siblings_section() -> None:
     assert render_siblings_unavailable("/dir/") == "## Siblings in /dir/ (listing unavailable)\n"
 
 
+def test_siblings_past_the_cap_are_those_nearest_the_documents_own_place() -> None:
+    names = [f"rfc-{i:04}.md" for i in range(20)]
+    # the document itself is rfc-0010.md, then the last, then the first
+    middle = render_siblings("/rfcs/", names[:10] + names[11:], complete=True, cap=4, at=10)
+    assert middle == (
+        "## Siblings in /rfcs/ (19)\n+8 earlier entries\n"
+        "- rfc-0008.md\n- rfc-0009.md\n- rfc-0011.md\n- rfc-0012.md\n+7 later entries\n"
+    )
+    last = render_siblings("/rfcs/", names[:19], complete=True, cap=4, at=19)
+    assert last == (
+        "## Siblings in /rfcs/ (19)\n+15 earlier entries\n- rfc-0015.md\n- rfc-0016.md\n- rfc-0017.md\n- rfc-0018.md\n"
+    )
+    first = render_siblings("/rfcs/", names[1:], complete=True, cap=4, at=0)
+    assert (
+        first
+        == "## Siblings in /rfcs/ (19)\n- rfc-0001.md\n- rfc-0002.md\n- rfc-0003.md\n- rfc-0004.md\n+15 more entries\n"
+    )
+
+
 def test_backlinks_follow_the_annotation_rule_sorted_by_source_then_rel() -> None:
     x = f"{W}/x.md"
     edges = [

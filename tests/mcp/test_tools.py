@@ -199,6 +199,24 @@ async def test_a_path_copied_from_a_lookups_table_reads_its_document(tmp_path: P
             assert not failed and "The unusual zebrafish release." in text, text
 
 
+async def test_explore_lists_the_siblings_nearest_the_document(tmp_path: Path):
+    # a journal of 30 days: the card's ten siblings are the days around the one explored,
+    # not the first days of the folder
+    root = tmp_path / "store"
+    root.mkdir()
+    async with Client(make_server(root, trusted=True)) as client:
+        for day in range(1, 31):
+            url = f"/journal/2026-11-{day:02}.md"
+            _, failed = await call(client, "mark_publish", url=url, body=f"# November {day}\n\nNotes.\n")
+            assert not failed
+        card, failed = await call(client, "mark_explore", url="/journal/2026-11-20.md")
+    assert not failed, card
+    siblings = card[card.index("## Siblings in /journal/ (29)") :]
+    shown = [line[2:] for line in siblings.splitlines() if line.startswith("- ")]
+    assert shown == [f"2026-11-{day:02}.md" for day in (15, 16, 17, 18, 19, 21, 22, 23, 24, 25)]
+    assert "+14 earlier entries\n" in siblings and "+5 later entries\n" in siblings
+
+
 async def test_scope_confines_every_tool(demo_root: Path):
     async with Client(make_server(demo_root, scope="/runbooks")) as client:
         text, is_error = await call(client, "mark_fetch", url="/overview.md")

@@ -25,6 +25,9 @@ and a cap is never silent: `+N more <noun>` says how much was left out::
     - other.md
     +1 more entries
 
+(past the cap, the siblings nearest the document's own name: `+N earlier entries` before
+them, `+N later entries` after).
+
 Freshness annotations (`[freshness: ...]` in the Go client) are left out: explore
 observes the document it shows, so its own edges are always fresh, and the store keeps
 no per-source revision evidence to annotate the others with.
@@ -126,12 +129,19 @@ def render_relations(page: NeighborhoodPage, titles: Mapping[str, str], name: Ca
     return "".join(out)
 
 
-def render_siblings(dir_path: str, names: Sequence[str], complete: bool, cap: int = 10) -> str:
-    """`## Siblings in /dir/ (N)`, ` (first page)` when the listing was cut short."""
+def render_siblings(dir_path: str, names: Sequence[str], complete: bool, cap: int = 10, at: int = 0) -> str:
+    """`## Siblings in /dir/ (N)`, ` (first page)` when the listing was cut short. Past
+    `cap`, the entries nearest the document's own place in the listing (`at`: how many
+    come before it): in a folder of numbered or dated notes those are the ones written
+    about the same time, where the listing's first entries are only the oldest."""
     first_page = "" if complete else " (first page)"
+    start = max(0, min(at - cap // 2, len(names) - cap))
     out = [f"## Siblings in {dir_path} ({len(names)}){first_page}\n"]
-    out += [f"- {name}\n" for name in names[:cap]]
-    out.append(_more(len(names) - cap, "entries"))
+    if start:
+        out.append(f"+{start} earlier entries\n")
+    out += [f"- {name}\n" for name in names[start : start + cap]]
+    later = len(names) - start - cap
+    out.append(_more(later, "entries") if not start else f"+{later} later entries\n" if later > 0 else "")
     return "".join(out)
 
 

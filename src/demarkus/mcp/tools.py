@@ -475,14 +475,18 @@ class Tools:
         response = await target.backend.list(directory, token=target.token)
         if response.status != Status.OK:
             return render_siblings_unavailable(directory)
-        names = []
+        names: list[str] = []
         own = target.path.rsplit("/", 1)[1]
+        at = 0  # its place in the listing (not on this page of a long one: the first entries)
         for line in response.text.splitlines():
             if line.startswith("- [") and "](" in line:
                 name = line[3 : line.index("](")].replace("\\", "")
-                if name != own:
+                if name == own:
+                    at = len(names)
+                else:
                     names.append(name)
-        return render_siblings(directory, names, response.metadata.get("complete", "true") == "true")
+        complete = response.metadata.get("complete", "true") == "true"
+        return render_siblings(directory, names, complete, at=at)
 
     # --- mark_backlinks -------------------------------------------------------------------
 
