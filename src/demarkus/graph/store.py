@@ -20,8 +20,6 @@ shared by the threads of one process; another process sees committed observation
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import json
 import re
@@ -341,7 +339,7 @@ class GraphStore:
         if isinstance(page_size, bool) or not isinstance(page_size, int) or not (1 <= page_size <= MAX_PAGE_SIZE):
             raise BadRequestError(f"page_size {page_size!r} is out of range; call again with 1 to {MAX_PAGE_SIZE}")
         identity = _query_identity(center, direction, rels)
-        after = None if cursor is None else _decode_cursor(cursor, identity)
+        after = None if cursor is None else _decode_cursor(cursor, center, identity)
 
         query = _Neighbours(center, direction, rels, within)
         with self._lock:
@@ -369,7 +367,7 @@ class GraphStore:
             rows=tuple(rows),
             total_rows=total,
             remaining_rows=remaining,
-            next_cursor=_encode_cursor(identity, urls[-1]) if more else None,
+            next_cursor=_encode_cursor(center, identity, urls[-1]) if more else None,
         )
 
     def close(self) -> None:
@@ -600,24 +598,43 @@ class _Neighbours:
 
 # --- cursors ------------------------------------------------------------------------------
 
-_BASE64URL = re.compile(r"[A-Za-z0-9_-]+")
+_CURSOR = re.compile(r"([0-9a-f]{12}):(.+)", re.DOTALL)
 _CURSOR_HINT = "call again without a cursor to start from the first page"
 
 
 def _query_identity(url: str, direction: str, relations: tuple[str, ...] | None) -> str:
-    """Hex SHA-256 of JSON {"url", "direction", "relations" (sorted, de-duplicated, or null)}."""
+    """12 hex digits of the SHA-256 of JSON {"url", "direction", "relations" (sorted,
+    de-duplicated, or null)}, the url without its authority: a cursor reads the same
+    whichever port a server listens on (a guard against passing one query's cursor to
+    another, not a secret)."""
     listed = list(relations) if relations is not None else None
-    query = {"url": url, "direction": direction, "relations": listed}
+    query = {"url": _path_of(url), "direction": direction, "relations": listed}
     text = json.dumps(query, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
-def _encode_cursor(identity: str, after: str) -> str:
-    text = json.dumps({"q": identity, "a": after}, separators=(",", ":"), ensure_ascii=False)
-    return base64.urlsafe_b64encode(text.encode("utf-8")).rstrip(b"=").decode("ascii")
+def _origin(url: str) -> str:
+    """`scheme://authority` of a URL ("" when it has none)."""
+    scheme, sep, rest = url.partition("://")
+    return f"{scheme}://{rest.split('/', 1)[0]}" if sep else ""
 
 
-def _decode_cursor(cursor: str, identity: str) -> str:
+def _path_of(url: str) -> str:
+    origin = _origin(url)
+    return url[len(origin) :] if origin else url
+
+
+def _encode_cursor(center: str, identity: str, after: str) -> str:
+    """`<identity>:<last neighbour>`, the neighbour by path when it is on the center's
+    authority: short (a model replays it in every later turn; base64 of JSON cost a
+    hundred tokens) and the same from run to run."""
+    origin = _origin(center)
+    if origin and after.startswith(origin + "/"):
+        after = after[len(origin) :]
+    return f"{identity}:{after}"
+
+
+def _decode_cursor(cursor: str, center: str, identity: str) -> str:
     """The last URL of the previous page.
 
     Raises:
@@ -628,26 +645,15 @@ def _decode_cursor(cursor: str, identity: str) -> str:
             f"cursor is {len(cursor)} characters, longer than any this store hands out "
             f"({MAX_CURSOR_LENGTH}); {_CURSOR_HINT}"
         )
-    try:
-        if not _BASE64URL.fullmatch(cursor):
-            raise ValueError("not unpadded base64url")
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        data = json.loads(raw.decode("utf-8"))
-    except (ValueError, binascii.Error, UnicodeDecodeError) as exc:
-        raise BadRequestError(f"cursor is malformed; {_CURSOR_HINT}") from exc
-    if (
-        not isinstance(data, dict)
-        or not isinstance(data.get("q"), str)
-        or not isinstance(data.get("a"), str)
-        or not data["a"]
-    ):
+    match = _CURSOR.fullmatch(cursor)
+    if match is None:
         raise BadRequestError(f"cursor is malformed; {_CURSOR_HINT}")
-    if data["q"] != identity:
+    if match.group(1) != identity:
         raise BadRequestError(
             f"cursor belongs to another query (a different url, direction or relations); {_CURSOR_HINT}"
         )
-    after: str = data["a"]
-    return after
+    after = match.group(2)
+    return _origin(center) + after if after.startswith("/") else after
 
 
 def default_graph_path(root: Path | None, authority: str, token: str | None = None) -> Path:
