@@ -608,20 +608,44 @@ def test_a_short_lead_prints_whole_and_a_long_one_its_first_paragraph_first():
     assert text.count(">>> /b.md/v3#abstract") == 1 and "Paragraph 2 on how" in text
 
 
+def test_a_waiting_block_prints_before_the_rest_of_a_titles_own_text():
+    # the title's own text is an introduction (or a byline): its first paragraph prints
+    # with the leads, its rest only after the blocks that waited, so the section the
+    # search ranked for the question is not crowded out by it
+    intro = "".join(
+        f"Introduction paragraph {i} on how the broker keeps its queue log. " * 3 + "\n\n" for i in range(5)
+    )
+    numbers = "".join(f"Filler paragraph {i} about unrelated matters and more words. " * 4 + "\n\n" for i in range(8))
+    numbers += "The queue log holds 18,000 jobs per second at most.\n\n"
+    body = "# Broker\n\n" + intro + "## Usage\n\nStart the broker.\n\n## Numbers\n\n" + numbers
+    rows = [("/a.md", "usage"), ("/a.md", "numbers")]
+    head, selection, _ = run(World({"/a.md": (body, {})}), rows, 380, "queue log jobs per second")
+    assert "18,000 jobs per second" in selection.text
+    whys = [d.why for d in selection.decisions if d.location.startswith("/a.md/v3#")]
+    assert whys == [
+        "row 1: the section",
+        "lead, first paragraph: what it says it is, cut after its leading blocks",
+        "row 2, left over: 1 of its paragraphs holding the most query terms",
+        "lead: what it says it is, cut after its leading blocks",
+    ]
+    assert count_tokens(head + selection.text) <= 380
+
+
 def test_the_rest_of_a_lead_cut_just_before_joins_its_block():
     # the leads' first pass prints a long lead's first paragraph and names the rest; when
-    # the second pass prints the rest next, it extends that block instead of opening a new
-    # frame of the same section that marks its first paragraph as shown above
+    # the second pass prints the rest next (a summary's rest: before the blocks that
+    # waited), it extends that block instead of opening a new frame of the same section
+    # that marks its first paragraph as shown above
     lead = "".join(f"Lead paragraph {i} says what the broker is. " * 3 + "\n\n" for i in range(4))
     docs = {
-        "/a.md": ("# Doc\n\n" + lead + "## Quorum\n\n" + _paragraphs("quorum", 2), {}),
+        "/a.md": ("# Doc\n\n## Summary\n\n" + lead + "## Quorum\n\n" + _paragraphs("quorum", 2), {}),
         "/b.md": ("# B\n\nB opening.\n\n## Quorum\n\n" + _paragraphs("quorum", 6), {}),
     }
     head, selection, _ = run(World(docs), [("/a.md", "quorum"), ("/b.md", "quorum")], 500, "quorum")
     text = selection.text
-    assert text.count(">>> /a.md/v3#doc") == 1
-    assert "[#doc shown above]" not in text and "fetch /a.md/v3#doc]" not in text
-    (block,) = [b for b in frames.blocks(text) if str(b.location) == "/a.md/v3#doc"]
+    assert text.count(">>> /a.md/v3#summary") == 1
+    assert "[#summary shown above]" not in text and "fetch /a.md/v3#summary]" not in text
+    (block,) = [b for b in frames.blocks(text) if str(b.location) == "/a.md/v3#summary"]
     assert all(f"Lead paragraph {i}" in block.text for i in range(4))
     assert any(d.why.endswith("the rest of the block above") for d in selection.decisions)
     assert count_tokens(head + text) <= 500

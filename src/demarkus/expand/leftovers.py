@@ -3,10 +3,10 @@
 In order: the first paragraph of every document's lead (its title's own text, such as a
 status banner, and its summary; a short lead whole; a related document's only when it holds
 a query term), in page order; more of each related
-document (its further paragraphs); the rest of each lead; then the blocks that did not fit
-whole in their turn, each sharing what is left with those after it: whole when it fits,
+document (its further paragraphs); the rest of each summary; then the blocks that did not
+fit whole in their turn, each sharing what is left with those after it: whole when it fits,
 else its paragraphs holding the most query terms (beyond its share when none fits in it),
-else nothing (the omission note names it).
+else nothing (the omission note names it); last the rest of each title's own text.
 """
 
 from __future__ import annotations
@@ -35,8 +35,12 @@ def show_leftovers(
             for cand in group:
                 if show_new(page, item.doc, cand, "more of a related document"):
                     break
-    show_leads(page, docs, None, terms)
-    return _show_pending(page, docs, terms)
+    show_leads(page, docs, None, terms, title_text=False)
+    newly = _show_pending(page, docs, terms)
+    # a title's own text (an introduction, a byline: its first paragraph already printed)
+    # after the blocks that waited: what the search ranked for the question comes first
+    show_leads(page, docs, None, terms, title_text=True)
+    return newly
 
 
 def _show_pending(page: Page, docs: Sequence[Document], terms: Sequence[str]) -> list[Document]:

@@ -261,19 +261,27 @@ def _elided(shown: Uncovered) -> str:
 
 
 def show_leads(
-    page: Page, docs: Sequence[Document], most: int | None, terms: Sequence[str], turn: str | None = None
+    page: Page,
+    docs: Sequence[Document],
+    most: int | None,
+    terms: Sequence[str],
+    turn: str | None = None,
+    *,
+    title_text: bool | None = None,
 ) -> None:
     """The leads (banner, summary) of the documents, in page order: their first paragraph
     (`most=1`; a short lead whole) or the rest of each, whole or its leading blocks. A
     related document's lead only when it holds a query term, as its paragraphs print only
     then (its header already names it stale when it is). `turn` names the turn in the
-    decisions (a lead's own by default)."""
+    decisions (a lead's own by default); `title_text` keeps only the title's own text
+    (True) or only the summaries (False)."""
     turn = turn or ("lead, first paragraph" if most == 1 else "lead")
     leads = [
         (doc, Candidate(s.anchor, s.start, s.own_end, "what it says it is"))
         for doc in docs
         if doc not in page.pinned
         for s in lead_sections(doc.outline)
+        if title_text is None or (s.level == 1 and s is doc.outline.sections[0]) == title_text
         if doc not in page.via or not terms or term_count(doc.text(s.start, s.own_end), terms)
     ]
     for doc, cand in leads:
