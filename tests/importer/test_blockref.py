@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from demarkus.importer.blockref import LABEL_CHARS, NEAR_LINES, Block, find_blocks
+from demarkus.importer.blockref import LABEL_CHARS, NEAR_LINES, Block, drop_block_ids, find_blocks
 from demarkus.importer.note import NoteBlocks
 from demarkus.importer.wikilink import FolderNames, Names, WikiLinks
 
@@ -54,6 +54,25 @@ def test_an_obsidian_block_id_ends_its_line_or_follows_its_block():
     }
 
 
+def test_an_obsidian_block_id_may_follow_an_embed_without_a_space():
+    body = "## Sync\n\n![[version-history.png]]^history-image\n\nSee [[Plans]]^plans\n"
+    assert find_blocks(body) == {
+        "history-image": Block("sync", "version-history.png"),  # the embed's name, no `!`
+        "plans": Block("sync", "See Plans"),
+    }
+
+
+def test_obsidian_block_ids_are_left_out_of_the_text_but_not_out_of_code():
+    body = (
+        "A line of text. ^para-1\n\n- item\n\n^list\n\n![[chart.png]]^chart\r\n\n"
+        "```\nx ^kept\n```\n\n2^10 and `code ^id`\n"
+    )
+    assert drop_block_ids(body) == (
+        "A line of text.\n\n- item\n\n\n![[chart.png]]\r\n\n```\nx ^kept\n```\n\n2^10 and `code ^id`\n"
+    )
+    assert drop_block_ids("no ids here\n") == "no ids here\n"
+
+
 def test_a_blocks_first_line_is_looked_for_near_its_id_only():
     near = "- First line\n" + "  key:: value\n" * (NEAR_LINES - 1) + f"  id:: {ID}\n"
     far = "- First line\n" + "  key:: value\n" * NEAR_LINES + f"  id:: {ID}\n"
@@ -62,7 +81,7 @@ def test_a_blocks_first_line_is_looked_for_near_its_id_only():
 
 
 def test_text_without_an_id_declares_no_block():
-    for body in ("# T\n\nx^2 and 2^10\n", "a ^ b\n", "id:: not-a-uuid\n", "- id::" + ID + "\n", ""):
+    for body in ("# T\n\nx^2 and 2^10\n", "a ^ b\n", "id:: not-a-uuid\n", "- id::" + ID + "\n", "[x](y)^2\n", ""):
         assert find_blocks(body) == {}
 
 

@@ -21,23 +21,24 @@ import bisect
 import re
 from dataclasses import dataclass
 
-from ..markdown.rewrite import split_lines
+from ..markdown.rewrite import rewrite_outside_code, split_lines
 from ..markdown.sections import parse_outline
 
-__all__ = ["UUID", "Block", "find_blocks"]
+__all__ = ["UUID", "Block", "drop_block_ids", "find_blocks"]
 
 UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 """A Logseq block id."""
 _LOGSEQ_ID = re.compile(rf"[ \t]*([-*+][ \t]+)?id::[ \t]+({UUID})[ \t]*(?:\r\n|\r|\n)?")
 """A block's id property: under its first line, or as its first line (`- id:: ...`)."""
-_OBSIDIAN_ID = re.compile(r"(?:(?<=[ \t])|^)\^([A-Za-z0-9-]{1,64})[ \t]*(?:\r\n|\r|\n)?$")
-"""`^id` at the end of a line, after a space (or alone on its line)."""
+_OBSIDIAN_ID = re.compile(r"(?:(?<=[ \t])|(?<=\]\])|^)\^([A-Za-z0-9-]{1,64})[ \t]*(?:\r\n|\r|\n)?$")
+"""`^id` at the end of a line, after a space or right after an embed or link's `]]`
+(`![[chart.png]]^chart`, as Obsidian's own help vault writes one), or alone on its line."""
 _PROPERTY = re.compile(r"[ \t]*[A-Za-z][A-Za-z0-9_-]*::(?:[ \t]|\r?\n|\r|$)")
 _MARKER = re.compile(r"[ \t]*(?:[-*+]|[0-9]{1,9}[.)]|#{1,6})(?:[ \t]+|(?=\r?\n|\r|$))")
 """What opens a block's first line: a list item's marker, or a heading's."""
 _BULLET = re.compile(r"[ \t]*[-*+][ \t]")
 """What opens an outliner's next block."""
-_WIKI_BRACKETS = re.compile(r"\[\[([^\[\]\r\n]*)\]\]")
+_WIKI_BRACKETS = re.compile(r"!?\[\[([^\[\]\r\n]*)\]\]")
 LABEL_CHARS = 80
 """A block's first line is cut to about this many characters as a link's text."""
 NEAR_LINES = 64
@@ -125,6 +126,23 @@ def _line_below(lines: list[str], number: int) -> str:
         if not _PROPERTY.match(line):
             return "" if not line.strip() or _BULLET.match(line) else line
     return ""
+
+
+def drop_block_ids(text: str) -> str:
+    """`text` without Obsidian's block ids, which it never shows: the `^id` ending a line
+    (the line stays) and a line of only `^id` under a list or a table. `find_blocks` reads
+    them from the file; a link to a block leads to its section by then. Code keeps them."""
+
+    def rewrite(line: str, _spans: object) -> str:
+        found = _OBSIDIAN_ID.search(line)
+        if found is None:
+            return line
+        kept = line[: found.start()].rstrip(" \t")
+        if not kept.strip():
+            return ""
+        return kept + line[len(line.rstrip("\r\n")) :]
+
+    return rewrite_outside_code(text, lambda part: "^" in part, rewrite)
 
 
 def _label(line: str) -> str:

@@ -24,7 +24,7 @@ from ..markdown.links import resolve_target
 from ..markdown.relations import written_reference
 from ..protocol import MAX_BODY, MAX_METADATA, MAX_PUBLISHER_BYTES, MAX_PUBLISHER_KEYS, validate_publisher_metadata
 from ..store.layout import check_segments
-from .blockref import Block, find_blocks
+from .blockref import Block, drop_block_ids, find_blocks
 from .comment import drop_comments
 from .hashtag import inline_tags, joined_tags
 from .outliner import heading_lists
@@ -117,7 +117,8 @@ def parse_note(
     A `vault` note is read as the editors that write wiki links write it: its comments
     (`%%...%%`) are left out (`comment`); without a `---` block, the `key:: value` lines
     it opens with are its frontmatter (`properties`), the block properties Logseq never
-    shows are left out, the child blocks an outliner indents under a heading are a list
+    shows and Obsidian's `^id` block ids are left out, the child blocks an outliner indents
+    under a heading are a list
     (`outliner`), and the tags its text writes (`hashtag.inline_tags`) join the
     frontmatter's, as many as the metadata limit leaves room for: a note is never refused
     for them, and those left out are named in `Note.tags_left_out`.
@@ -139,7 +140,7 @@ def parse_note(
         fields, rest = split_properties(text)
         text = rest if rest.strip() else text  # a page of properties only: they are its text too
     if vault:
-        text = drop_hidden_properties(heading_lists(text))
+        text = drop_block_ids(drop_hidden_properties(heading_lists(text)))
     tags = inline_tags(text) if vault else []  # before links are rewritten: `#[[a b]]` is a tag
     declared: dict[str, list[str]] = {}
     for form in links:
