@@ -117,11 +117,11 @@ def parse_note(
     A `vault` note is read as the editors that write wiki links write it: its comments
     (`%%...%%`) are left out (`comment`); without a `---` block, the `key:: value` lines
     it opens with are its frontmatter (`properties`), the block properties Logseq never
-    shows and Obsidian's `^id` block ids are left out, the child blocks an outliner indents
-    under a heading are a list
-    (`outliner`), and the tags its text writes (`hashtag.inline_tags`) join the
-    frontmatter's, as many as the metadata limit leaves room for: a note is never refused
-    for them, and those left out are named in `Note.tags_left_out`.
+    shows and Obsidian's `^id` block ids are left out (`blockref`), the child blocks an
+    outliner indents under a heading are a list (`outliner`), and the tags its text
+    writes (`hashtag.inline_tags`) join the frontmatter's, as many as the metadata limit
+    leaves room for: a note is never refused for them, and those left out are named in
+    `Note.tags_left_out`.
 
     Raises:
         BadRequestError: not UTF-8, too large, bad frontmatter, no text, or metadata the
