@@ -141,7 +141,8 @@ def render_siblings(dir_path: str, names: Sequence[str], complete: bool, cap: in
         out.append(f"+{start} earlier entries\n")
     out += [f"- {name}\n" for name in names[start : start + cap]]
     later = len(names) - start - cap
-    out.append(_more(later, "entries") if not start else f"+{later} later entries\n" if later > 0 else "")
+    if later > 0:
+        out.append(f"+{later} later entries\n" if start else f"+{later} more entries\n")
     return "".join(out)
 
 
