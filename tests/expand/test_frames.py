@@ -19,7 +19,10 @@ from demarkus.expand.frames import (
     Within,
 )
 
-_segments = st.text(alphabet="abcxyz-_.0123", min_size=1, max_size=8).filter(lambda s: s not in (".", ".."))
+# a segment may hold spaces, as people name their notes (`My note.md`)
+_segments = st.text(alphabet="abcxyz-_.0123 ", min_size=1, max_size=8).filter(
+    lambda s: s.strip(" .") and s not in (".", "..")
+)
 _paths = st.lists(_segments, min_size=1, max_size=3).map(lambda parts: "/" + "/".join(parts) + ".md")
 _worlds = st.sampled_from(["", "mark://peps", "mark://w-2"])
 _locations = st.builds(
@@ -32,9 +35,17 @@ _texts = st.text(alphabet=st.sampled_from(list("ab >#\n[]…~")), max_size=60).m
 
 
 def test_a_location_round_trips_through_its_text():
-    for word in ("/a.md", "/a.md/v3", "/a.md/v3#x", "mark://w/docs/a.md/v12#step-1", "/a.md#x"):
+    for word in ("/a.md", "/a.md/v3", "/a.md/v3#x", "mark://w/docs/a.md/v12#step-1", "/a.md#x", "</My note.md/v2#x>"):
         assert str(Location.parse(word)) == word
     assert Location.parse("mark://w/docs/a.md/v12#s") == Location("mark://w/docs/a.md", 12, "s")
+
+
+def test_a_location_holding_spaces_is_one_word_in_angle_brackets():
+    assert str(Location("/pages/Undo and Redo.md", 1, "usage")) == "</pages/Undo and Redo.md/v1#usage>"
+    assert frames.word("/pages/My note.md#x") == "</pages/My note.md#x>"
+    assert frames.word("/a.md#x") == "/a.md#x"
+    text = frames.omitted([frames.omission_label("/pages/My note.md#x", 12), frames.omission_label("/b.md", 3)], 4)
+    assert frames.parse(text) == [Omitted(((Location("/pages/My note.md", None, "x"), 12), (Location("/b.md"), 3)), 2)]
 
 
 _stale = st.tuples(st.lists(st.builds(str, _locations), max_size=2), st.sampled_from(["", *frames.STALE_STATUSES]))

@@ -255,9 +255,9 @@ def test_a_vault_joined_by_wiki_links_gets_its_edges_and_the_hop_follows_its_typ
         )
     )
     assert "| /kb/Index layout.md" not in page  # not a row: the typed link leads to it
-    assert ">>> /kb/Index layout.md/v1#index-layout (via /kb/design/Search ranking.md/v1 depends-on)\n" in page
+    assert ">>> </kb/Index layout.md/v1#index-layout> (via </kb/design/Search ranking.md/v1> depends-on)\n" in page
     assert "- depends_on [Index layout](<../Index layout.md>) (the rows it ranks)\n" in page
-    assert ">>> rel: /kb/design/Search ranking.md/v1 relates-to /kb/Glossary.md\n" in page  # by its alias
+    assert ">>> rel: </kb/design/Search ranking.md/v1> relates-to /kb/Glossary.md\n" in page  # by its alias
     assert "(/kb/Glossary.md)" in backlinks
     assert "| /kb/Glossary.md | 0.50 | Glossary |" in by_alias  # found by its alias, shown by its title
 

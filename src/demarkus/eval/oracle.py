@@ -135,8 +135,8 @@ class Leads:
             elif isinstance(frame, (frames.Within, frames.SameText)):
                 self._add_framed(frame.location)
             elif isinstance(frame, frames.Relation):
-                for target in frame.target.split(", "):
-                    self.add(target.split(" ")[0])
+                for target in frames.targets(frame.target):
+                    self.add(target)
             elif isinstance(frame, frames.Omitted):
                 for location, _ in frame.named:
                     self._add_framed(location)
@@ -148,7 +148,7 @@ class Leads:
                 self.add(row.group(1))
 
     def _add_framed(self, location: frames.Location) -> None:
-        if str(location).startswith("/"):
+        if location.path.startswith("/"):
             self.add(str(location))
 
 

@@ -140,9 +140,9 @@ def lookup_blocks(text: str) -> list[LookupBlock]:
     location names its path on that host, as `split_location` reads it."""
     located: list[LookupBlock] = []
     for block in frames.blocks(text):
-        pinned = frames.Location(block.location.path, block.location.version)
-        path, version, _ = split_location(str(pinned))
-        located.append(LookupBlock(path, version, block.location.anchor or None, block.text, block.via is not None))
+        where = block.location
+        path, _, _ = split_location(where.path)
+        located.append(LookupBlock(path, where.version, where.anchor or None, block.text, block.via is not None))
     return located
 
 

@@ -60,7 +60,7 @@ class AnchorMissing:
 
     @property
     def note(self) -> str:
-        return f"{self.location}: section #{self.anchor} not found"
+        return f"{frames.word(self.location)}: section #{self.anchor} not found"
 
 
 def passages(

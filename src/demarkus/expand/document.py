@@ -48,7 +48,7 @@ class FetchFailed:
 
     @property
     def note(self) -> str:
-        return f"{self.location}: {self.reason}"
+        return f"{frames.word(self.location)}: {self.reason}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +94,7 @@ class Document:
             BadRequestError: the body is not UTF-8 text.
         """
         parsed = PARSES.get(fetched.body)
-        pinned = _pinned(location, fetched.version)
+        pinned = str(frames.Location(location, fetched.version or None))
         lines, targets, successors = _relations(location, pinned, fetched.metadata)
         stale = frames.stale(successors, _stale_status(fetched.metadata))
         return cls(
@@ -115,15 +115,10 @@ class Document:
 
     def loc(self, anchor: str = "") -> str:
         """The location a frame prints: pinned to the version, with the anchor if any."""
-        pinned = _pinned(self.location, self.fetched.version)
-        return f"{pinned}#{anchor}" if anchor else pinned
+        return str(frames.Location(self.location, self.fetched.version or None, anchor))
 
     def text(self, start: int, end: int) -> str:
         return self.body[start:end].decode("utf-8", errors="replace")
-
-
-def _pinned(location: str, version: int | None) -> str:
-    return f"{location}/v{version}" if version else location
 
 
 def _relations(location: str, pinned: str, metadata: Mapping[str, str]) -> tuple[list[str], list[Target], list[str]]:
@@ -136,8 +131,7 @@ def _relations(location: str, pinned: str, metadata: Mapping[str, str]) -> tuple
     follow: list[Target] = []
     successors: list[str] = []
     for rel in relations:
-        target = rel.target + (f"#{rel.fragment}" if rel.fragment else "")
-        shown = target if rel.authority else prefix + target
+        shown = str(frames.Location(rel.target if rel.authority else prefix + rel.target, None, rel.fragment))
         lines.append(frames.relation(pinned, rel.predicate, shown))
         if rel.predicate == "superseded-by":
             successors.append(shown)

@@ -22,7 +22,8 @@ above]` and `[#anchor: same text as LOC above]` where an earlier block already s
 of evidence that starts with `>>>`, after any spaces, is written with one more leading
 space (the parser takes it off again), so a frame is never forged by the text it frames
 and every line reads back as it was. The location of a frame is
-its first word.
+its first word; a location holding whitespace is written in angle brackets, as markdown
+writes such a link (`</pages/My note.md/v1#usage>`), and is still one word.
 """
 
 from __future__ import annotations
@@ -39,12 +40,18 @@ ELIDED = "[…]"
 
 _GUARD = re.compile(r"(?m)^(?= *>>>)")
 _GUARDED = re.compile(r" +>>>")
+_SPACE = re.compile(r"\s")
+_WORD = r"(?:<[^<>\n]*>|[^\s<]\S*)"
+"""One location as frames write it: a bare word, or in angle brackets when it holds whitespace."""
+_FIRST = re.compile(_WORD + ":?")
 _VERSIONED = re.compile(r"\A(.+?)/v([1-9][0-9]*)\Z")
-_VIA = re.compile(r"\A(\S+) \(via (\S+) (\S+)\)\Z")
+_VIA = re.compile(rf"\A({_WORD}) \(via ({_WORD}) (\S+)\)\Z")
 _STALE = re.compile(r"\A(.+?) \((superseded by [^()]+|" + "|".join(STALE_STATUSES) + r")\)\Z")
-_STUB = re.compile(r"\A(\S+): (within|same text as) (\S+) above\Z")
-_UNLISTED = re.compile(r"\Arel: (\S+) declares ([0-9]+) relations; fetch it to see them\Z")
-_OMITTED = re.compile(r"(\S+) \(~([0-9]+) tokens\)")
+_STUB = re.compile(rf"\A({_WORD}): (within|same text as) ({_WORD}) above\Z")
+_UNLISTED = re.compile(rf"\Arel: ({_WORD}) declares ([0-9]+) relations; fetch it to see them\Z")
+_RELATION = re.compile(rf"\Arel: ({_WORD}) ?(\S*) ?(.*)\Z")
+_OMITTED = re.compile(rf"({_WORD}) \(~([0-9]+) tokens\)")
+_TARGETS = re.compile(r"<[^<>\n]*>|[^\s,<](?:[^\s,]|,(?!\s))*")
 _OMITTED_MORE = re.compile(r" \+([0-9]+) more\Z")
 _OMITTED_COUNT = re.compile(r"\A([0-9]+) blocks?\Z")
 _HIDDEN = re.compile(r"^\[sub-sections not shown: (#\S+(?:, #\S+)*)\]$", re.M)
@@ -67,6 +74,8 @@ class Location:
 
     @classmethod
     def parse(cls, word: str) -> Location:
+        if word.startswith("<") and word.endswith(">"):
+            word = word[1:-1]
         location, _, anchor = word.partition("#")
         found = _VERSIONED.match(location)
         if found is None:
@@ -75,7 +84,19 @@ class Location:
 
     def __str__(self) -> str:
         pinned = f"{self.path}/v{self.version}" if self.version is not None else self.path
-        return f"{pinned}#{self.anchor}" if self.anchor else pinned
+        return word(f"{pinned}#{self.anchor}" if self.anchor else pinned)
+
+
+def targets(text: str) -> list[str]:
+    """The locations a relation's target names: one, or several separated by `, `."""
+    return _TARGETS.findall(text)
+
+
+def word(location: str) -> str:
+    """A location as frames write it: in angle brackets when it holds whitespace (once)."""
+    if _SPACE.search(location) is None or location.startswith("<") and location.endswith(">"):
+        return location
+    return f"<{location}>"
 
 
 # --- frames as values -------------------------------------------------------------------
@@ -207,8 +228,8 @@ def note(text: str) -> str:
 
 
 def omission_label(location: str, tokens: int) -> str:
-    """One entry of the omission note."""
-    return f"{location} (~{tokens} tokens)"
+    """One entry of the omission note; `location` as rows and relations name it."""
+    return f"{word(location)} (~{tokens} tokens)"
 
 
 def omitted(labels: Sequence[str], count: int) -> str:
@@ -301,7 +322,8 @@ def blocks(text: str) -> list[Block]:
 
 
 def _is_line(word: str) -> bool:
-    first = word.split(" ", 1)[0]
+    found = _FIRST.match(word)
+    first = found.group() if found else word
     return first in ("note:", "rel:") or first.endswith(":")
 
 
@@ -321,8 +343,9 @@ def _line(word: str) -> Frame:
     found = _UNLISTED.match(word)
     if found is not None:
         return Unlisted(Location.parse(found.group(1)), int(found.group(2)))
-    if word.startswith("rel: "):
-        subject, predicate, target = (word[len("rel: ") :].split(" ", 2) + ["", ""])[:3]
+    found = _RELATION.match(word)
+    if found is not None:
+        subject, predicate, target = found.groups()
         return Relation(Location.parse(subject), predicate, target)
     found = _STUB.match(word)
     if found is not None:

@@ -84,7 +84,7 @@ async def too_large(
                 cand = groups[0][-1]
                 text = cand.text or got.text(cand.start, cand.end)
                 need += size(frames.block(got.loc(cand.anchor), text))
-    first = rows[0].location if rows else "a row"
+    first = frames.word(rows[0].location) if rows else "a row"
     if head_tokens > budget:
         over = f"over the budget of {budget}"
     else:
