@@ -54,6 +54,35 @@ def test_a_lookup_shows_rows_blocks_stubs_relations_and_omissions_as_leads() -> 
     assert leads.versions == {"/b.md": {2}, "/c.md": {1}, "/d.md": {4}, "/g.md": {3}}
 
 
+def test_locations_holding_spaces_or_escapes_are_leads_by_their_names() -> None:
+    """A note named with spaces: its table row, its frames in angle brackets, a link in
+    angle brackets or percent-escaped, a cell's escaped underscore."""
+    leads = Leads()
+    leads.absorb(
+        "mark_lookup",
+        {"query": "q"},
+        "status: ok\n\n| Path | Importance |\n|---|---|\n"
+        "| /pages/User configuration.md#usage | 0.5 |\n| /pages/Changelog\\_07.md | 0.5 |\n\n"
+        ">>> </pages/Undo and Redo.md/v1#usage>\n\ntext\n\n"
+        ">>> </pages/Undo and Redo.md/v1#faq>: within </pages/Undo and Redo.md/v1#usage> above\n"
+        ">>> rel: </pages/Undo and Redo.md/v1> depends-on </pages/Key map.md>, /pages/b.md\n"
+        ">>> note: did not fit: </pages/Logseq Protocol.md> (~704 tokens)\n",
+    )
+    leads.absorb("mark_fetch", {"url": "/pages/b.md"}, "status: ok\n\n[c](<config edn file.md>) [d](My%20d.md)\n")
+    assert leads.order == [
+        "/pages/User configuration.md",
+        "/pages/Changelog_07.md",
+        "/pages/Undo and Redo.md",
+        "/pages/Key map.md",
+        "/pages/b.md",
+        "/pages/Logseq Protocol.md",
+        "/pages/config edn file.md",
+        "/pages/My d.md",
+    ]
+    assert leads.anchors["/pages/Undo and Redo.md"] == {"usage", "faq"}
+    assert leads.versions["/pages/Undo and Redo.md"] == {1}
+
+
 def test_a_stub_line_names_its_row_without_the_colon() -> None:
     """`LOC: within ... above`: the lead is LOC itself (once read with its colon, as anchor `y:`)."""
     leads = Leads()

@@ -29,9 +29,11 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote
 
 from ..expand import frames
 from ..index.query import content_words
+from ..render import unescape_cell
 from ..tokens import count_tokens
 from .policies import Policy, task_text
 from .questions import Evidence, Question, RubricEntry
@@ -39,8 +41,8 @@ from .reader import AttemptResult, Session
 from .records import CallRecord, empty_usage
 from .scoring import Corpus, evidence_seen, observations, parse_envelope, split_location
 
-_ROW = re.compile(r"^\| (/[^ |]+) \|")
-_LINK = re.compile(r"\]\(([^)\s]+)\)")
+_ROW = re.compile(r"^\| (/.+?) \| ")
+_LINK = re.compile(r"\]\((<[^<>\n]+>|[^)\s]+)\)")
 _MARK = re.compile(r"mark://[^/\s)]+(/[^\s)#]*\.md(?:#[^\s)]*)?)")
 _OUTLINE = re.compile(r"\(#([^,\s]+), \d+ lines?\)")
 _SIBLINGS = re.compile(r"^## Siblings in (/\S*/)")
@@ -60,12 +62,16 @@ class Leads:
     instead of a link inside a fetched body."""
 
     def add(self, location: str, base: str | None = None) -> None:
+        """Note a location as a result names it: a table cell's escapes (`\\_`) and a
+        link's or frame's percent-escapes (`My%20note.md`) decoded, as the tools decode
+        them, so it compares with the rubric's paths."""
         location = location.strip().strip("<>")
         if location.startswith("mark://"):
             match = _MARK.match(location)
             if match is None:
                 return
             location = match.group(1)
+        location = unquote(unescape_cell(location))
         if "://" in location or location.startswith("#"):
             if location.startswith("#") and base:
                 self.anchors.setdefault(base, set()).add(location[1:])
