@@ -337,6 +337,12 @@ def _first_line(text: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else text
 
 
+def well_formed_key(key: str) -> bool:
+    """Whether a publisher metadata key is spelled by the rules: lowercase letters, digits
+    and hyphens."""
+    return _KEY_RE.fullmatch(key) is not None
+
+
 def validate_publisher_metadata(metadata: Mapping[str, str]) -> dict[str, str]:
     """Check publisher metadata against the key, value and size rules; return a copy.
 
@@ -347,7 +353,7 @@ def validate_publisher_metadata(metadata: Mapping[str, str]) -> dict[str, str]:
     for key, value in metadata.items():
         if key in RESERVED_KEYS:
             raise BadRequestError(f"metadata key `{key}` is reserved for the server; remove it or choose another name")
-        if not _KEY_RE.fullmatch(key):
+        if not well_formed_key(key):
             raise BadRequestError(
                 f"metadata key `{key}` is malformed: keys use only lowercase letters, digits and "
                 "hyphens (for a relation write `rel-<predicate>`)"

@@ -53,7 +53,7 @@ GOOD = {
 }
 BAD = {
     "bad-yaml.md": ("---\ntitle: [unclosed\n---\nbody\n", "not valid YAML"),
-    "reserved-key.md": ("---\nstatus: draft\n---\nbody\n", "`status` is reserved"),
+    "mapping-value.md": ("---\nowner: {team: ops}\n---\nbody\n", "`owner` holds a mapping"),
     "unclosed.md": ("---\ntitle: A\nbody\n", "never closes it"),
     "empty-body.md": ("---\ntitle: A\n---\n", "no text besides its frontmatter"),
     "versions/in-reserved-folder.md": ("# x\n", "reserved for version history"),
@@ -260,6 +260,21 @@ def test_a_vault_joined_by_wiki_links_gets_its_edges_and_the_hop_follows_its_typ
     assert ">>> rel: </kb/design/Search ranking.md/v1> relates-to /kb/Glossary.md\n" in page  # by its alias
     assert "(/kb/Glossary.md)" in backlinks
     assert "| /kb/Glossary.md | 0.50 | Glossary |" in by_alias  # found by its alias, shown by its title
+
+
+def test_a_notes_frontmatter_keys_an_editor_spells_its_own_way_are_kept_and_the_rest_warned_of(tmp_path: Path):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Plan.md").write_text(
+        "---\ncreated_at: 2024-01-02\nmodified: 2024-02-03\nstatus: superseded\n---\n# Plan\n\nShip it.\n"
+    )
+    root = tmp_path / "store"
+    summary = run(vault, root)
+    assert summary.count(Outcome.CREATED) == 1 and not summary.refused
+    [warning] = [line for line in summary.lines() if not line[0].isdigit()]
+    assert warning.startswith("warning Plan.md: 1 frontmatter keys left out (modified): ")
+    [page] = asyncio.run(tool_texts(root, [("mark_lookup", {"query": "plan", "filter": "created-at=2024-01-02"})]))
+    assert "| /kb/Plan.md" in page and "status:superseded" in page
 
 
 def test_a_vaults_tags_in_text_filter_lookups_and_those_left_out_are_warned_of(tmp_path: Path):

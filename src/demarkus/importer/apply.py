@@ -203,7 +203,7 @@ def _versions(
     commit itself when it does not differ from it)."""
     history = source.history.revisions(source.folder / relative) if source.history is not None else []
     if source.history is None or not history:
-        problems.extend(_tags_left_out(worktree))
+        problems.extend(_left_out(worktree))
         return [Version(worktree.body, worktree.metadata)]
     versions = []
     for revision in pending(history, dict(current.metadata) if current is not None else None):
@@ -226,16 +226,28 @@ def _versions(
     else:  # parsed again with its mark, so the tags leave room for it
         last = parse_note(raw, worktree.path, {GIT_BASE: head.commit}, source.links, vault=source.vault)
         versions.append(Version(last.body, last.metadata))
-    problems.extend(_tags_left_out(last))
+    problems.extend(_left_out(last))
     return versions
 
 
-def _tags_left_out(note: Note) -> list[str]:
-    """The warning for the tags a note's text writes that its metadata had no room for."""
-    if not note.tags_left_out:
-        return []
-    named = ", ".join(f"#{tag}" for tag in note.tags_left_out[:3]) + (", ..." if len(note.tags_left_out) > 3 else "")
-    return [
-        f"{len(note.tags_left_out)} tags its text writes left out ({named}): a document's metadata holds "
-        f"at most {MAX_PUBLISHER_BYTES} bytes; write fewer #tags, or shorten its frontmatter"
-    ]
+def _left_out(note: Note) -> list[str]:
+    """The warnings for what of a note its metadata does not hold: frontmatter keys no
+    metadata key spells, and tags its text writes that there was no room for."""
+    problems = []
+    if note.keys_left_out:
+        problems.append(
+            f"{len(note.keys_left_out)} frontmatter keys left out ({_named(note.keys_left_out, '')}): a key "
+            "keeps its ASCII letters and digits (`Due Date` is `due-date`) and may not be one the note "
+            "already has or the server sets (version, modified, ...); rename them in the file to keep them"
+        )
+    if note.tags_left_out:
+        problems.append(
+            f"{len(note.tags_left_out)} tags its text writes left out ({_named(note.tags_left_out, '#')}): a "
+            f"document's metadata holds at most {MAX_PUBLISHER_BYTES} bytes; write fewer #tags, or shorten its "
+            "frontmatter"
+        )
+    return problems
+
+
+def _named(items: Sequence[str], mark: str) -> str:
+    return ", ".join(f"{mark}{item}" for item in items[:3]) + (", ..." if len(items) > 3 else "")

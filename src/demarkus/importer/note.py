@@ -22,7 +22,15 @@ from ..errors import BadRequestError
 from ..markdown.frontmatter import first_heading, map_metadata, parse_frontmatter, split_frontmatter
 from ..markdown.links import resolve_target
 from ..markdown.relations import written_reference
-from ..protocol import MAX_BODY, MAX_METADATA, MAX_PUBLISHER_BYTES, MAX_PUBLISHER_KEYS, validate_publisher_metadata
+from ..protocol import (
+    MAX_BODY,
+    MAX_METADATA,
+    MAX_PUBLISHER_BYTES,
+    MAX_PUBLISHER_KEYS,
+    RESERVED_KEYS,
+    validate_publisher_metadata,
+    well_formed_key,
+)
 from ..store.layout import check_segments
 from .blockref import Block, drop_block_ids, find_blocks
 from .comment import drop_comments
@@ -76,6 +84,9 @@ class Note:
     metadata: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     tags_left_out: tuple[str, ...] = ()
     """Tags its text writes (`#tag`) that the metadata limit left no room for."""
+    keys_left_out: tuple[str, ...] = ()
+    """Frontmatter keys no metadata key could spell (`作者`), or spelled like a key the
+    note or the server already has (`modified`)."""
 
 
 def shown(relative: str) -> str:
@@ -161,13 +172,46 @@ def parse_note(
             metadata["title"] = heading
         elif vault and (name := page_name(path)).isprintable():  # those editors show it by its file's name
             metadata["title"] = name
+    metadata, keys_left_out, statuses = _spelled(metadata)
     metadata.update(extra or {})
     try:
         checked = validate_publisher_metadata(metadata)
     except BadRequestError as exc:
         raise BadRequestError(f"frontmatter: {exc}") from None
-    left_out = _add_tags(checked, tags)
-    return Note(path=path, body=body, metadata=MappingProxyType(checked), tags_left_out=left_out)
+    left_out = _add_tags(checked, [*statuses, *tags])
+    return Note(
+        path=path,
+        body=body,
+        metadata=MappingProxyType(checked),
+        tags_left_out=left_out,
+        keys_left_out=keys_left_out,
+    )
+
+
+_UNSPELLED = re.compile(r"[^a-z0-9]+")
+
+
+def _spelled(metadata: Mapping[str, str]) -> tuple[dict[str, str], tuple[str, ...], list[str]]:
+    """The frontmatter's keys as metadata spells them, those left out, and its status as
+    tags. An editor's own spelling names the same key (`created_at`, `Due Date`:
+    `created-at`, `due-date`), and a value written over several lines is one line (as
+    YAML folds it). A `status` (a key the server sets) becomes a tag, `status:draft`, as
+    the catalog's filters and the stale marker read a status; a key nothing is left of,
+    or spelled like another key of the note or one the server sets (`modified`, which
+    editors write too), is left out, not the whole note."""
+    out: dict[str, str] = {}
+    left_out: list[str] = []
+    statuses: list[str] = []
+    for key, value in metadata.items():
+        spelled = key if well_formed_key(key) else _UNSPELLED.sub("-", key.lower()).strip("-")
+        value = " ".join(value.split()) if "\n" in value or "\r" in value else value
+        if spelled == "status":
+            statuses += [f"status:{piece.strip()}" for piece in value.split(",") if piece.strip()]
+        elif not spelled or spelled in RESERVED_KEYS or spelled in out or spelled != key and spelled in metadata:
+            left_out.append(key)
+        else:
+            out[spelled] = value
+    return out, tuple(left_out), statuses
 
 
 def page_name(path: str) -> str:
