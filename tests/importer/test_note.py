@@ -125,13 +125,23 @@ def test_keys_an_editor_spells_its_own_way_are_metadata_keys_and_the_rest_left_o
     assert parse_note(b"---\ntitle: A\nTitle: B\n---\nx\n", "/a.md").keys_left_out == ("Title",)
 
 
+def test_frontmatter_over_the_metadata_limits_gives_up_its_longest_values_not_the_note():
+    text = "---\ntitle: Paper\nabstract: " + "x" * 1500 + "\nyear: 2020\nrel-supersedes: old.md\n---\nx\n"
+    parsed = parse_note(text.encode("utf-8"), "/a.md")
+    assert dict(parsed.metadata) == {"title": "Paper", "year": "2020", "rel-supersedes": "/old.md"}
+    assert parsed.keys_left_out == ("abstract",)
+    many = "".join(f"k{n}: v\n" for n in range(60))
+    crowded = parse_note(f"---\ntitle: T\n{many}---\nx\n".encode(), "/a.md")
+    assert len(crowded.metadata) == 50 and crowded.metadata["title"] == "T" and len(crowded.keys_left_out) == 11
+
+
 @pytest.mark.parametrize(
     "text, fragment",
     [
         ("---\nowner: {team: ops}\n---\nx\n", "`owner` holds a mapping"),
         ("---\ntags: [[a]]\n---\nx\n", "`tags` holds a list inside a list"),
         ("---\ntitle: A\n---\n\n", "no text besides its frontmatter"),
-        ("---\nnote: " + "x" * 2000 + "\n---\nx\n", "at most 1024 bytes"),
+        ("---\nrel-related: " + ", ".join(f"n{n}.md" for n in range(300)) + "\n---\nx\n", "at most 1024 bytes"),
     ],
 )
 def test_metadata_the_rules_refuse_is_refused_with_a_reason(text: str, fragment: str):

@@ -236,9 +236,10 @@ def _left_out(note: Note) -> list[str]:
     problems = []
     if note.keys_left_out:
         problems.append(
-            f"{len(note.keys_left_out)} frontmatter keys left out ({_named(note.keys_left_out, '')}): a key "
-            "keeps its ASCII letters and digits (`Due Date` is `due-date`) and may not be one the note "
-            "already has or the server sets (version, modified, ...); rename them in the file to keep them"
+            f"{len(note.keys_left_out)} frontmatter keys left out ({_named(note.keys_left_out, '')}): no "
+            "metadata key spells them (a key keeps its ASCII letters and digits: `Due Date` is `due-date`), "
+            "the note or the server already has them (version, modified, ...), or a document's metadata "
+            f"(at most {MAX_PUBLISHER_BYTES} bytes) had no room for them; rename or shorten them to keep them"
         )
     if note.tags_left_out:
         problems.append(

@@ -10,6 +10,7 @@ import posixpath
 import re
 import stat
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -174,6 +175,8 @@ def parse_note(
             metadata["title"] = name
     metadata, keys_left_out, statuses = _spelled(metadata)
     metadata.update(extra or {})
+    metadata, crowded = _within_limits(metadata, kept=set(extra or {}))
+    keys_left_out += crowded
     try:
         checked = validate_publisher_metadata(metadata)
     except BadRequestError as exc:
@@ -189,6 +192,28 @@ def parse_note(
 
 
 _UNSPELLED = re.compile(r"[^a-z0-9]+")
+_NAMING_KEYS = frozenset({"title", "tags", *ALIAS_KEYS})
+"""Keys that name a note or say what it is: the last to give way to the metadata limits."""
+
+
+def _within_limits(metadata: dict[str, str], kept: AbstractSet[str]) -> tuple[dict[str, str], tuple[str, ...]]:
+    """The metadata within `MAX_PUBLISHER_BYTES` and `MAX_PUBLISHER_KEYS`, and the keys
+    left out for it: the longest values first (an `abstract` a reference manager writes),
+    never a key that names the note, a relation or one of `kept`. A note whose frontmatter
+    is over the limits is imported without them, not refused; what is still over is
+    refused by the rules."""
+    spare = sorted(
+        (key for key in metadata if key not in kept and key not in _NAMING_KEYS and not key.startswith("rel-")),
+        key=lambda key: (-len(key.encode("utf-8")) - len(metadata[key].encode("utf-8")), key),
+    )
+    out = dict(metadata)
+    left_out: list[str] = []
+    for key in spare:
+        if len(out) <= MAX_PUBLISHER_KEYS and _size(out) <= MAX_PUBLISHER_BYTES:
+            break
+        del out[key]
+        left_out.append(key)
+    return out, tuple(left_out)
 
 
 def _spelled(metadata: Mapping[str, str]) -> tuple[dict[str, str], tuple[str, ...], list[str]]:
