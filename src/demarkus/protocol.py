@@ -453,6 +453,13 @@ def linked_path(path: str) -> str:
     return canonical_path(unquote(unescape_cell(path)))
 
 
+def unbracketed(url: str) -> str:
+    """A url as a tool was given it, without the angle brackets a lookup's frames and an
+    explore card write around a location holding a space (`</pages/My note.md/v1#x>`)."""
+    text = url.strip()
+    return text[1:-1].strip() if text.startswith("<") and text.endswith(">") else text
+
+
 def split_anchor(location: str) -> tuple[str, str]:
     """(path, anchor) of `/path#anchor` as a caller writes it; a `#` a table's cell escaped
     (`/notes/C\\# basics.md`) belongs to the path."""

@@ -128,6 +128,14 @@ async def test_explore_records_relations_in_both_directions(demo_server):
         assert "incoming [supersedes]" in text
 
 
+async def test_a_location_in_angle_brackets_reads_as_its_path(demo_server):
+    """A lookup's frames and an explore card write a location holding a space in angle
+    brackets; a caller copying it whole reads the document."""
+    async with Client(demo_server) as demo_client:
+        text, is_error = await call(demo_client, "mark_fetch", url="</overview.md>", force=True)
+        assert not is_error and text.startswith("status: ok\n"), text
+
+
 @pytest.mark.parametrize(
     "tool, arguments, fragment",
     [

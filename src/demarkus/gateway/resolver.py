@@ -22,7 +22,7 @@ from ..backend import VerbMethods
 from ..errors import BadRequestError, NotPermittedError
 from ..graph import GraphStore
 from ..mcp.tools import Target
-from ..protocol import WRITE_VERBS, Request, Response, linked_path, parse_mark_url, response_for_error
+from ..protocol import WRITE_VERBS, Request, Response, linked_path, parse_mark_url, response_for_error, unbracketed
 from .config import WORLD_NAME, CallerConfig
 from .qualify import SCHEME, world_of, world_prefix
 from .upstream import Upstream
@@ -92,7 +92,7 @@ class GatewayResolver:
             NotPermittedError: a world the caller cannot read (unknown worlds answer the same).
             NotFoundError: a `..` segment.
         """
-        text = url.strip()
+        text = unbracketed(url)
         if not text:
             raise BadRequestError(
                 f"the url is empty; on the gateway name a world: mark://<world>/path (your worlds: {self._yours()}), "

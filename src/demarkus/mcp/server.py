@@ -21,7 +21,7 @@ from ..backend import Backend
 from ..errors import BadRequestError, DemarkusError
 from ..expand.select import Selection
 from ..graph import GraphStore
-from ..protocol import in_scope, linked_path, normalize_scope, parse_mark_url, split_anchor
+from ..protocol import in_scope, linked_path, normalize_scope, parse_mark_url, split_anchor, unbracketed
 from .schema import compact_schema
 from .tools import Target, ToolFailure, Tools
 
@@ -62,7 +62,7 @@ class LocalResolver:
         return path
 
     def resolve(self, url: str) -> Target:
-        text = url.strip()
+        text = unbracketed(url)
         if not text:
             raise BadRequestError("the url is empty; pass a path such as /index.md")
         if text.lower().startswith("mark://"):
