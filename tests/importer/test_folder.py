@@ -53,7 +53,10 @@ GOOD = {
 }
 BAD = {
     "bad-yaml.md": ("---\ntitle: [unclosed\n---\nbody\n", "not valid YAML"),
-    "mapping-value.md": ("---\nowner: {team: ops}\n---\nbody\n", "`owner` holds a mapping"),
+    "over-limits.md": (
+        "---\nrel-related: " + ", ".join(f"n{n}.md" for n in range(300)) + "\n---\nbody\n",
+        "1024 bytes",
+    ),
     "unclosed.md": ("---\ntitle: A\nbody\n", "never closes it"),
     "empty-body.md": ("---\ntitle: A\n---\n", "no text besides its frontmatter"),
     "versions/in-reserved-folder.md": ("# x\n", "reserved for version history"),

@@ -236,10 +236,11 @@ def _left_out(note: Note) -> list[str]:
     problems = []
     if note.keys_left_out:
         problems.append(
-            f"{len(note.keys_left_out)} frontmatter keys left out ({_named(note.keys_left_out, '')}): no "
-            "metadata key spells them (a key keeps its ASCII letters and digits: `Due Date` is `due-date`), "
-            "the note or the server already has them (version, modified, ...), or a document's metadata "
-            f"(at most {MAX_PUBLISHER_BYTES} bytes) had no room for them; rename or shorten them to keep them"
+            f"{len(note.keys_left_out)} frontmatter keys left out ({_named(note.keys_left_out, '')}): they hold "
+            "a mapping or a list of lists (metadata is text or a list of text), no metadata key spells them "
+            "(a key keeps its ASCII letters and digits: `Due Date` is `due-date`), the note or the server "
+            "already has them (version, modified, ...), or a document's metadata (at most "
+            f"{MAX_PUBLISHER_BYTES} bytes) had no room for them; flatten, rename or shorten them to keep them"
         )
     if note.tags_left_out:
         problems.append(

@@ -159,6 +159,8 @@ def parse_note(
         for predicate, targets in form.relations(text, path).items():
             declared.setdefault(predicate, []).extend(written_reference(*target) for target in targets)
         text = form.localize(text, path)
+    nested = tuple(key for key, value in fields.items() if not _flat(value))
+    fields = {key: value for key, value in fields.items() if key not in nested}
     metadata = map_metadata(fields, lambda reference: _resolve(path, reference, links), declared)
     body = text.encode("utf-8")
     if len(body) > MAX_BODY:
@@ -174,6 +176,7 @@ def parse_note(
         elif vault and (name := page_name(path)).isprintable():  # those editors show it by its file's name
             metadata["title"] = name
     metadata, keys_left_out, statuses = _spelled(metadata)
+    keys_left_out = nested + keys_left_out
     metadata.update(extra or {})
     metadata, crowded = _within_limits(metadata, kept=set(extra or {}))
     keys_left_out += crowded
@@ -189,6 +192,14 @@ def parse_note(
         tags_left_out=left_out,
         keys_left_out=keys_left_out,
     )
+
+
+def _flat(value: object) -> bool:
+    """Whether a frontmatter value is text or a list of text, as metadata holds it (a
+    reference manager's `authors: [{name: ...}]` is not: that key is left out)."""
+    if isinstance(value, dict):
+        return False
+    return not isinstance(value, list) or not any(isinstance(item, (list, dict)) for item in value)
 
 
 _UNSPELLED = re.compile(r"[^a-z0-9]+")
