@@ -86,8 +86,8 @@ class Note:
     tags_left_out: tuple[str, ...] = ()
     """Tags its text writes (`#tag`) that the metadata limit left no room for."""
     keys_left_out: tuple[str, ...] = ()
-    """Frontmatter keys no metadata key could spell (`作者`), or spelled like a key the
-    note or the server already has (`modified`)."""
+    """Frontmatter keys left out: holding a mapping, spelled by no metadata key (`作者`) or
+    like one the note or the server already has (`modified`), or past the metadata limits."""
 
 
 def shown(relative: str) -> str:
