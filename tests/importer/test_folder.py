@@ -275,7 +275,7 @@ def test_a_notes_frontmatter_keys_an_editor_spells_its_own_way_are_kept_and_the_
     summary = run(vault, root)
     assert summary.count(Outcome.CREATED) == 1 and not summary.refused
     [warning] = [line for line in summary.lines() if not line[0].isdigit()]
-    assert warning.startswith("warning Plan.md: 1 frontmatter keys left out (modified): ")
+    assert warning.startswith("warning Plan.md: 1 frontmatter key left out (modified): ")
     [page] = asyncio.run(tool_texts(root, [("mark_lookup", {"query": "plan", "filter": "created-at=2024-01-02"})]))
     assert "| /kb/Plan.md" in page and "status:superseded" in page
 

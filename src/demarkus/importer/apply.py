@@ -236,7 +236,7 @@ def _left_out(note: Note) -> list[str]:
     problems = []
     if note.keys_left_out:
         problems.append(
-            f"{len(note.keys_left_out)} frontmatter keys left out ({_named(note.keys_left_out, '')}): they hold "
+            f"{_count(note.keys_left_out, 'frontmatter key')} left out ({_named(note.keys_left_out, '')}): they hold "
             "a mapping or a list of lists (metadata is text or a list of text), no metadata key spells them "
             "(a key keeps its ASCII letters and digits: `Due Date` is `due-date`), the note or the server "
             "already has them (version, modified, ...), or a document's metadata (at most "
@@ -249,6 +249,10 @@ def _left_out(note: Note) -> list[str]:
             "frontmatter"
         )
     return problems
+
+
+def _count(items: Sequence[str], noun: str) -> str:
+    return f"{len(items)} {noun}{'' if len(items) == 1 else 's'}"
 
 
 def _named(items: Sequence[str], mark: str) -> str:
