@@ -159,9 +159,7 @@ def parse_note(
         for predicate, targets in form.relations(text, path).items():
             declared.setdefault(predicate, []).extend(written_reference(*target) for target in targets)
         text = form.localize(text, path)
-    nested = tuple(key for key, value in fields.items() if not _flat(value))
-    fields = {key: value for key, value in fields.items() if key not in nested}
-    metadata = map_metadata(fields, lambda reference: _resolve(path, reference, links), declared)
+    metadata, nested = map_metadata(fields, lambda reference: _resolve(path, reference, links), declared)
     body = text.encode("utf-8")
     if len(body) > MAX_BODY:
         raise BadRequestError(
@@ -194,14 +192,6 @@ def parse_note(
     )
 
 
-def _flat(value: object) -> bool:
-    """Whether a frontmatter value is text or a list of text, as metadata holds it (a
-    reference manager's `authors: [{name: ...}]` is not: that key is left out)."""
-    if isinstance(value, dict):
-        return False
-    return not isinstance(value, list) or not any(isinstance(item, (list, dict)) for item in value)
-
-
 _UNSPELLED = re.compile(r"[^a-z0-9]+")
 _NAMING_KEYS = frozenset({"title", "tags", *ALIAS_KEYS})
 """Keys that name a note or say what it is: the last to give way to the metadata limits."""
@@ -215,7 +205,7 @@ def _within_limits(metadata: dict[str, str], kept: AbstractSet[str]) -> tuple[di
     refused by the rules."""
     spare = sorted(
         (key for key in metadata if key not in kept and key not in _NAMING_KEYS and not key.startswith("rel-")),
-        key=lambda key: (-len(key.encode("utf-8")) - len(metadata[key].encode("utf-8")), key),
+        key=lambda key: (-_size({key: metadata[key]}), key),
     )
     out = dict(metadata)
     left_out: list[str] = []

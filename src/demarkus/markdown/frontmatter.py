@@ -99,31 +99,34 @@ def map_metadata(
     fields: Mapping[str, object],
     resolve: Callable[[str], str],
     declared: Mapping[str, Sequence[str]] | None = None,
-) -> dict[str, str]:
+) -> tuple[dict[str, str], tuple[str, ...]]:
     """Publisher metadata from frontmatter fields: `title`, `tags` (a list or a comma
     string), `rel-*` keys and their aliases (each reference passed through `resolve`),
     and every other key as text. `declared` relations (predicate -> references as
     written, found elsewhere than the frontmatter) join those of the same predicate, each
     reference once. Empty values are dropped. The keys are not checked against the
-    metadata rules here; the caller does that once, for the whole document.
-
-    Raises:
-        BadRequestError: a value is a mapping, or a list holds a list or a mapping.
+    metadata rules here; the caller does that once, for the whole document. Also the keys
+    left out: metadata is text or a list of text, and a key holding a mapping or a list
+    of lists (a reference manager's `authors: [{name: ...}]`) is not the note's to lose.
     """
     out: dict[str, str] = {}
+    nested: list[str] = []
     relations: dict[str, list[str]] = {}
     for key in sorted(fields):
         value = fields[key]
+        if isinstance(value, dict) or isinstance(value, list) and any(isinstance(v, (list, dict)) for v in value):
+            nested.append(key)
+            continue
         if key in RELATION_ALIASES or key.startswith(REL_PREFIX):
             name = key if key.startswith(REL_PREFIX) else REL_PREFIX + key
-            references = [resolve(r) for r in _pieces(key, value)]
+            references = [resolve(r) for r in _pieces(value)]
             relations.setdefault(name, [])
             relations[name].extend(r for r in references if r not in relations[name])
             continue
         if key == "tags":
-            text = ",".join(_pieces(key, value))
+            text = ",".join(_pieces(value))
         else:
-            text = ", ".join(_pieces(key, value)) if isinstance(value, list) else _scalar(key, value)
+            text = ", ".join(_pieces(value)) if isinstance(value, list) else str(value).strip()
         if text:
             out[key] = text
     for predicate, more in (declared or {}).items():
@@ -132,7 +135,7 @@ def map_metadata(
     for name, held in relations.items():
         if held:
             out[name] = ", ".join(held)
-    return out
+    return out, tuple(nested)
 
 
 def first_heading(body: bytes) -> str | None:
@@ -144,19 +147,7 @@ def first_heading(body: bytes) -> str | None:
     return None
 
 
-def _pieces(key: str, value: object) -> list[str]:
+def _pieces(value: object) -> list[str]:
     """A list's items, or a comma string's pieces, trimmed and without empty ones."""
-    if isinstance(value, list):
-        items = [_scalar(key, item) for item in value]
-    else:
-        items = _scalar(key, value).split(",")
+    items = [str(item) for item in value] if isinstance(value, list) else str(value).split(",")
     return [item.strip() for item in items if item.strip()]
-
-
-def _scalar(key: str, value: object) -> str:
-    if isinstance(value, str):
-        return value.strip()
-    kind = "a list inside a list" if isinstance(value, list) else "a mapping"
-    raise BadRequestError(
-        f"frontmatter key `{key}` holds {kind}; metadata values are text or a list of text: flatten it or remove it"
-    )
