@@ -815,6 +815,15 @@ def test_a_long_note_without_headings_prints_its_paragraph_holding_the_query_wor
     assert selection.text.count("[…]") == 2  # text left out before and after it
 
 
+def test_a_long_chinese_note_prints_its_paragraph_holding_the_query_words():
+    # no spaces between the words: the query's pairs of characters choose the paragraph
+    filler = "".join(f"第{i}段讲的是别的事情，与此无关。\n\n" for i in range(300))
+    world = World({"/zh.md": (filler + "数据库的索引每周重建一次。\n\n" + filler, {})})
+    _, selection, _ = run(world, [("/zh.md", "")], 1500, "索引 重建")
+    assert "数据库的索引每周重建一次。" in selection.text
+    assert selection.text.count("[…]") == 2
+
+
 def test_a_long_document_whose_preamble_alone_holds_the_query_words_prints_that_paragraph():
     filler = "".join(f"Unrelated paragraph {i} about other matters entirely.\n\n" for i in range(200))
     body = "Quorum needs three voters.\n\n# Title\n\n## Other\n\n" + filler

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from demarkus.index import scripts
 from demarkus.index.query import (
     SNIPPET_BACK,
     SNIPPET_LEAD,
@@ -77,7 +78,8 @@ def test_a_query_of_only_stop_words_keeps_them_so_it_still_searches() -> None:
 def test_content_words_are_lowercase_unique_and_at_least_two_characters(text: str) -> None:
     found = content_words(text)
     assert len(found) == len(set(found))
-    assert all(len(w) >= 2 and w == w.lower() for w in found)
+    # a lone Chinese, Japanese or Korean character is a word (`scripts.pieces`)
+    assert all((len(w) >= 2 or scripts.holds(w)) and w == w.lower() for w in found)
 
 
 # --- FTS5 expressions --------------------------------------------------------------------
@@ -313,3 +315,22 @@ def test_ranking_the_best_few_orders_them_as_ranking_all_does(
         for i, (path, relevance, matched, importance) in enumerate(rows)
     ]
     assert rank(found, [1.0, 1.0, 1.0], limit=limit) == rank(found, [1.0, 1.0, 1.0])[:limit]
+
+
+# --- scripts written without spaces ------------------------------------------------------
+
+
+def test_a_run_of_chinese_japanese_or_korean_characters_is_searched_as_its_pairs() -> None:
+    assert words("gen后数据库 Café") == ["gen", "后数", "数据", "据库", "café"]
+    assert content_words("东京的猫") == ["东京", "京的", "的猫"]
+    assert content_words("猫 and dogs") == ["猫", "dogs"]  # a lone character is a word
+    assert words("데이터베이스를") == ["데이", "이터", "터베", "베이", "이스", "스를"]
+
+
+def test_the_index_text_sets_each_such_character_apart_and_reads_back_as_written() -> None:
+    text = "重跑gen-itgc后。Plain text, café."
+    held = scripts.spaced(text)
+    assert held != text and scripts.plain(held) == text
+    assert tokens(held) == ["重", "跑", "gen", "itgc", "后", "plain", "text", "café"]
+    assert scripts.spaced("Plain text, café.") == "Plain text, café."
+    assert quote("数据") == '"数\u200b据"'

@@ -268,6 +268,25 @@ def test_diacritics_are_folded(index: SectionIndex) -> None:
     assert where(index.search("cafe", "/", limit=5)) == [("/c.md", "drinks")]
 
 
+def test_words_inside_chinese_japanese_and_korean_text_are_found(index: SectionIndex) -> None:
+    # written without spaces (or, in Korean, with particles joined to the word), such text
+    # is one token to FTS5's unicode61: searched as pairs of characters, a word inside is found
+    fill(index)
+    put(index, "/zh.md", "# 数据库维护\n\n## 索引\n\n数据库的索引需要定期重建。\n\n## 备份\n\n每天凌晨备份一次。\n")
+    put(index, "/ja.md", "# 東京\n\n## 交通\n\n東京は日本の首都です。地下鉄が便利です。\n")
+    put(index, "/ko.md", "# 안내\n\n## 복구\n\n데이터베이스를 백업에서 복구합니다.\n")
+    put(index, "/mixed.md", "# Log\n\n## Steps\n\n步2 重跑gen-itgc后50条引用清零\n")
+    assert where(index.search("索引怎么重建", "/", limit=5))[0] == ("/zh.md", "索引")
+    assert where(index.search("备份", "/", limit=5)) == [("/zh.md", "备份")]
+    assert where(index.search("地下鉄", "/", limit=5)) == [("/ja.md", "交通")]
+    assert where(index.search("데이터베이스", "/", limit=5)) == [("/ko.md", "복구")]
+    assert where(index.search("itgc", "/", limit=5)) == [("/mixed.md", "steps")]
+    # a pair must be adjacent: two characters apart do not make the word
+    assert index.search("库索", "/", limit=5) == []
+    hit = index.search("首都", "/", limit=5)[0]
+    assert hit.snippet == "東京は日本の首都です。地下鉄が便利です。"  # as written, no separator shown
+
+
 def test_stop_words_in_a_question_do_not_match_anything(index: SectionIndex) -> None:
     fill(index)
     put(

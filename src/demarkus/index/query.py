@@ -43,6 +43,8 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from . import scripts
+
 __all__ = [
     "STOP_WORDS",
     "SNIPPET_MAX_BYTES",
@@ -93,8 +95,12 @@ _WORD = re.compile(r"[^\W_]+")
 
 
 def words(text: str) -> list[str]:
-    """Lowercase runs of letters and digits, in order (`_` and punctuation separate)."""
-    return _WORD.findall(text.lower())
+    """Lowercase runs of letters and digits, in order (`_` and punctuation separate); a run
+    of Chinese, Japanese or Korean characters as its pairs (`scripts.pieces`)."""
+    found = _WORD.findall(text.lower())
+    if not scripts.holds(text):
+        return found
+    return [piece for word in found for piece in scripts.pieces(word)]
 
 
 _NOT_ASCII_WORD = str.maketrans({chr(c): " " for c in range(128) if not chr(c).isalnum()})
@@ -119,7 +125,7 @@ def content_words(query: str) -> list[str]:
     >>> content_words("How many beta releases does each version get?")
     ['beta', 'releases', 'version', 'get']
     """
-    every = [w for w in _unique(words(query)) if len(w) >= MIN_WORD]
+    every = [w for w in _unique(words(query)) if len(w) >= MIN_WORD or scripts.holds(w)]
     kept = [w for w in every if w not in STOP_WORDS]
     return kept or every
 
@@ -139,8 +145,9 @@ def _unique(items: Iterable[str]) -> list[str]:
 
 def quote(term: str) -> str:
     """One FTS5 string (a phrase): user text can never become syntax (`"`, `*`, `NEAR`,
-    `AND`, `-`, `:` are all plain characters inside it)."""
-    return '"' + term.replace('"', '""') + '"'
+    `AND`, `-`, `:` are all plain characters inside it). Spaced as the index's text is
+    (`scripts.spaced`), so a pair of Chinese characters is two adjacent tokens."""
+    return '"' + scripts.spaced(term).replace('"', '""') + '"'
 
 
 def match_any(terms: Sequence[str], columns: Sequence[str] = ()) -> str:
@@ -251,9 +258,9 @@ def snippet(
             if len(head) < SNIPPET_MAX_BYTES - len(ELLIPSIS.encode("utf-8")):
                 begin = 0  # the window fits from the very start: show the text as written
     # more characters than 240 bytes can hold are never shown: bound the work
-    piece = text[begin : begin + SNIPPET_MAX_BYTES * 2]
-    shaped = shape_snippet((ELLIPSIS if begin else "") + piece)
-    if begin + len(piece) < len(text) and not shaped.endswith(ELLIPSIS):
+    raw = text[begin : begin + SNIPPET_MAX_BYTES * 2]
+    shaped = shape_snippet((ELLIPSIS if begin else "") + scripts.plain(raw))
+    if begin + len(raw) < len(text) and not shaped.endswith(ELLIPSIS):
         shaped = shape_snippet(shaped + ELLIPSIS)
     return shaped
 

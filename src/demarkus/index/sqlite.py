@@ -12,6 +12,9 @@ emptied and refilled by `reconcile`)::
                any level), or for anchor "" the preamble / a body without headings
     catalog(meta)           rowid = the "" row      title, aliases and tags, one per document
 
+Text goes into `fts` and `catalog` with each Chinese, Japanese and Korean character set
+apart (`scripts.spaced`), so a word inside such text can be searched for.
+
 A heading with no text of its own (a title straight above its first sub-section) gets no
 row: it cannot answer anything itself, and its sub-sections carry it in their trails.
 Every document keeps its bare-path row, even when empty, for the catalog answer.
@@ -71,15 +74,17 @@ from .query import (
     word_bounds,
     words,
 )
+from .scripts import spaced
 
 log = logging.getLogger("demarkus.index")
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """Bumped whenever what a file holds changes: its tables, or the rows a body is cut into,
 so an index built before is refilled on open rather than kept with rows the parser no
 longer makes. 1 lacked `sections.importance`; 2 read a heading after a byte-order mark as
 text, and YAML front matter as a heading made of its keys; 3 left a document's aliases
-out of its `meta` column; 4 read a heading inside a list item as text."""
+out of its `meta` column; 4 read a heading inside a list item as text; 5 held a run of
+Chinese, Japanese or Korean characters as one token (`scripts`)."""
 TOKENIZE = "porter unicode61 remove_diacritics 2"
 
 _SCHEMA = f"""
@@ -381,7 +386,7 @@ class SectionIndex:
         """
         title = derive_title(path, metadata, body)
         tags = parse_tags(metadata.get("tags"))
-        meta_text = "\n".join((title, *parse_aliases(metadata), *tags))
+        meta_text = spaced("\n".join((title, *parse_aliases(metadata), *tags)))
         rows = section_rows(body, outline)
         importance = parse_importance(metadata.get("importance"))
         with self._transaction(), self._reported():
@@ -405,7 +410,7 @@ class SectionIndex:
                 )
                 self._db.execute(
                     "INSERT INTO fts (rowid, meta, trail, body) VALUES (?, ?, ?, ?)",
-                    (cursor.lastrowid, meta_text, trail_text, text),
+                    (cursor.lastrowid, meta_text, spaced(trail_text), spaced(text)),
                 )
                 if not anchor:
                     self._db.execute(
@@ -921,7 +926,7 @@ class _Stemmer:
     def _tokenize(self, words: Sequence[str]) -> dict[str, tuple[str, ...]]:
         self._db.execute("BEGIN")
         try:
-            self._db.executemany("INSERT INTO scratch (rowid, x) VALUES (?, ?)", enumerate(words, start=1))
+            self._db.executemany("INSERT INTO scratch (rowid, x) VALUES (?, ?)", enumerate(map(spaced, words), start=1))
             found: dict[int, list[str]] = {}
             for doc, term in self._db.execute("SELECT doc, term FROM tokens ORDER BY doc, offset"):
                 found.setdefault(doc, []).append(term)
