@@ -278,6 +278,27 @@ def test_find_accepts_anchor_with_or_without_hash_or_heading_text(query: str, an
     assert (found.anchor if found else None) == anchor
 
 
+@pytest.mark.parametrize(
+    ("heading", "query"),
+    [
+        ("## Aims {#goals}", "goals"),
+        ("## Aims {#Goals .lead}", "#goals"),
+        ("## Aims {: #goals }", "goals"),
+        ("## 计算属性缓存 vs 方法 {#computed-caching-vs-methods}", "computed-caching-vs-methods"),
+    ],
+)
+def test_a_heading_is_also_found_by_the_id_it_gives_itself(heading: str, query: str) -> None:
+    outline = parse_outline(f"# Guide\n\n{heading}\n\ntext\n\n## Goals of others\n".encode())
+    found = outline.find(query)
+    assert found is not None and found.title.startswith(heading.removeprefix("## ").split(" {")[0])
+    assert found.anchor != query.removeprefix("#")  # the GitHub-style anchor stays its address
+
+
+def test_an_id_is_found_only_where_it_closes_the_heading() -> None:
+    outline = parse_outline(b"# Guide\n\n## Use {#x} in templates\n")
+    assert outline.find("x") is None
+
+
 # --- outline text and opening ---------------------------------------------------------------
 
 

@@ -98,10 +98,12 @@ class Outline:
     """In document order."""
 
     def find(self, anchor: str) -> Section | None:
-        """The section named by `anchor`: `#` optional, case-insensitive; else by slugged text.
+        """The section named by `anchor`: `#` optional, case-insensitive; else by slugged
+        text; else by the id its heading gives itself (`explicit_id`).
 
         `"#Problem-Statement"`, `"problem-statement"` and `"Problem Statement"` all find
-        the section anchored `problem-statement`.
+        the section anchored `problem-statement`, and `"goals"` the one headed
+        `## Aims {#goals}`.
         """
         wanted = anchor.strip().removeprefix("#")
         folded = wanted.lower()
@@ -111,6 +113,9 @@ class Outline:
         slug = slugify(wanted)
         for section in self.sections:
             if section.anchor == slug:
+                return section
+        for section in self.sections:
+            if explicit_id(section.title) == folded:
                 return section
         return None
 
@@ -127,6 +132,23 @@ class Outline:
         """The bytes before the first section (the whole body when there is none)."""
         first = self.sections[0].start if self.sections else len(self.body)
         return self.body[:first]
+
+
+_EXPLICIT_ID = re.compile(r"\{:?[ \t]*#([^\s{}]+)[^{}]*\}[ \t]*$")
+"""`{#id}` closing a heading (`{#id .class}`, `{: #id }`)."""
+
+
+def explicit_id(title: str) -> str | None:
+    """The id a heading gives itself, lowercase: `## Aims {#goals}` is `goals`, as Pandoc,
+    kramdown, Hugo, MkDocs, Docusaurus and VitePress write a heading's anchor, and as the
+    documents of such a site link to it. The section keeps its GitHub-style anchor
+    (`aims-goals`); the id also finds it.
+
+    >>> explicit_id("计算属性缓存 vs 方法 {#computed-caching-vs-methods}")
+    'computed-caching-vs-methods'
+    """
+    found = _EXPLICIT_ID.search(title)
+    return found.group(1).lower() if found else None
 
 
 def slugify(text: str) -> str:
