@@ -231,6 +231,25 @@ def test_links_by_the_folders_published_address_are_edges_to_its_notes(folder: P
     assert again.count(Outcome.UNCHANGED) == len(GOOD) + 1  # the same bytes: no new version
 
 
+def test_links_to_the_pages_a_site_renders_from_its_notes_are_edges_to_the_notes(folder: Path, tmp_path: Path):
+    # VitePress and Docusaurus pages link without `.md`, from the site's root or the page
+    (folder / "guide.md").write_text(
+        "# Guide\n\nSee [the log](/adr/0001-log#decision), [replicas](./adr/0002-replicated) "
+        "and [a picture](./adr/diagram.png).\n"
+    )
+    root = tmp_path / "store"
+    run(folder, root)
+    service = Service.open(root, writable=False)
+    try:
+        text = service.store.read("/kb/guide.md").body.decode()
+    finally:
+        service.close()
+    assert "[the log](adr/0001-log.md#decision), [replicas](adr/0002-replicated.md)" in text
+    assert "[a picture](./adr/diagram.png)" in text  # no note renders it: as written
+    (backlinks,) = asyncio.run(tool_texts(root, [("mark_backlinks", {"url": "/kb/adr/0001-log.md"})]))
+    assert "(/kb/guide.md)" in backlinks
+
+
 def test_a_vault_joined_by_wiki_links_gets_its_edges_and_the_hop_follows_its_typed_links(tmp_path: Path):
     vault = tmp_path / "vault"
     (vault / "design").mkdir(parents=True)

@@ -96,6 +96,9 @@ def test_a_title_comes_from_the_frontmatter_else_the_first_h1_outside_code():
     assert note("---\ntitle: Given\n---\n# Heading\n")["title"] == "Given"
     assert note("```\n# not a heading\n```\n\n## Two\n\n# One\n")["title"] == "One"
     assert "title" not in note("no heading\n")
+    # as a documentation site shows it: without the id the heading gives itself
+    assert note("# 组件实例 {#component-instance}\n")["title"] == "组件实例"
+    assert note("# {#only-an-id}\n")["title"] == "{#only-an-id}"
     # a `# ` bullet is one of an outliner page's blocks (it is a section), not the page's title
     assert "title" not in note("- # Big bullet\n\t- text\n")
     assert note("- # Big bullet\n\n# Page\n")["title"] == "Page"

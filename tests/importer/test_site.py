@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from demarkus.errors import BadRequestError
 from demarkus.importer import parse_note
-from demarkus.importer.site import Site, Sites, parse_site, rendered_from
+from demarkus.importer.site import Pages, Site, Sites, parse_site, rendered_from
 from demarkus.markdown import extract_links
 
 SITE = "https://github.com/org/repo/blob/main/"
@@ -228,3 +228,42 @@ def test_of_two_addresses_that_match_the_longer_names_the_note(longer_first: boo
     sites = Sites((longer, shorter) if longer_first else (shorter, longer), "/")
     assert sites.document("https://x.org/docs/b.md") == ("/manual/b.md", "")
     assert sites.document("https://x.org/other/b.md") == ("/other/b.md", "")
+
+
+# --- links to the pages a site renders ---------------------------------------------------
+
+PAGES = Pages("/kb", {"guide/b.md", "guide/tools/index.md", "README.md", "api/core.md", "my note.md"}.__contains__)
+
+
+@pytest.mark.parametrize(
+    "written, expected",
+    [
+        ("/guide/b#goals", "b.md#goals"),  # from the site's root, as VitePress links
+        ("./b", "b.md"),
+        ("b.html", "b.md"),
+        ("../api/core#ref", "../api/core.md#ref"),
+        ("tools/", "tools/index.md"),
+        ("/", "../README.md"),
+        ("/my%20note", "<../my note.md>"),
+        # not a page of a note of the folder: as written
+        ("./c", None),
+        ("b.png", None),
+        ("b?tab=1", None),
+        ("b.md", None),  # a note's own file is a link already
+        ("../../outside", None),
+        ("https://example.org/guide/b", None),
+        ("//example.org/guide/b", None),
+        ("mailto:someone@example.org", None),
+        ("#goals", None),
+    ],
+)
+def test_a_link_to_the_page_a_site_renders_from_a_note_becomes_a_link_to_the_note(written: str, expected: str | None):
+    out = PAGES.localize(f"[x]({written})", "/kb/guide/a.md")
+    assert out == f"[x]({expected or written})"
+
+
+def test_a_page_link_in_code_stays_and_a_definition_and_a_relation_name_the_note():
+    raw = b"---\nsuperseded-by: ./b\n---\n# A\n\n`[b](./b)`\n\n    [b](./b)\n\n[b]: /guide/b\n"
+    note = parse_note(raw, "/kb/guide/a.md", links=(PAGES,))
+    assert note.metadata["rel-superseded-by"] == "/kb/guide/b.md"
+    assert note.body == b"# A\n\n`[b](./b)`\n\n    [b](./b)\n\n[b]: b.md\n"

@@ -23,7 +23,7 @@ from ..render import format_time
 from ..store.versionfile import sha256_tag
 from .history import GIT_BASE, GitHistory, pending, revision_metadata
 from .note import LinkForm, Note, document_path, is_note, parse_note, read_file
-from .site import Site, Sites
+from .site import Pages, Site, Sites
 from .wikilink import FolderNames, WikiLinks
 
 __all__ = ["Current", "FileResult", "Outcome", "Source", "Target", "Version", "archive_document", "import_file"]
@@ -64,8 +64,8 @@ class Source:
 
     @property
     def links(self) -> tuple[LinkForm, ...]:
-        """The link forms made links to the folder's notes: its sites, its wiki links."""
-        forms: list[LinkForm] = []
+        """The link forms made links to the folder's notes: its pages, its sites, its wiki links."""
+        forms: list[LinkForm] = [Pages(self.prefix, partial(is_note, self.folder))]
         if self.sites:
             forms.append(Sites(self.sites, self.prefix, partial(is_note, self.folder)))
         if self.names is not None:

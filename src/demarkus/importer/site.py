@@ -37,7 +37,7 @@ from ..errors import BadRequestError, DemarkusError
 from ..markdown.rewrite import Spans, destination, in_spans, rewrite_outside_code
 from .note import document_path
 
-__all__ = ["Site", "Sites", "parse_site", "rendered_from"]
+__all__ = ["Pages", "Site", "Sites", "parse_site", "rendered_from"]
 
 _INLINE = re.compile(r"(\]\(\s*<?)([^\s)<>]+)")
 """An inline link's destination, after `](` (and an optional `<`)."""
@@ -163,14 +163,101 @@ class Sites:
         )
 
     def _line(self, line: str, spans: Spans, path: str) -> str:
-        def swap(match: re.Match[str]) -> str:
-            if in_spans(match.start(), spans):
-                return match.group(0)
-            local = self.relative(match.group(2), path)
-            written = None if local is None else destination(*local, bracketed=match.group(1).endswith("<"))
-            return match.group(0) if written is None else match.group(1) + written
+        return _swap(line, spans, lambda reference: self.relative(reference, path))
 
-        # a definition's destination opens its line, and what follows it is its title
-        if _DEFINITION.match(line):
-            return _DEFINITION.sub(swap, line, count=1)
-        return _INLINE.sub(swap, line)
+
+@dataclass(frozen=True, slots=True)
+class Pages:
+    """Links a folder's notes write as the pages a site generator renders from them, made
+    links to the notes (always: such a link names no document of the store as written)::
+
+        [computed properties](/guide/essentials/computed#computed-caching-vs-methods)
+        [shallowRef()](./reactivity-advanced#shallowref)
+        [the install guide](../install.html)
+
+    VitePress and Docusaurus pages link so, with no `.md`: `/guide/essentials/computed`
+    is the page of `guide/essentials/computed.md`. A link without a scheme whose path is
+    not a `.md` file becomes a link to the note `rendered_from` its page (relative to the
+    note that holds it; `/...` from the folder's top, as a site's root), when that note
+    exists in the folder; any other (an image, a page of something else, a path outside
+    the folder, one with a query) stays as written."""
+
+    prefix: str
+    is_note: Callable[[str], bool]
+
+    def document(self, reference: str, path: str) -> tuple[str, str] | None:
+        """(document path, fragment) of the note the page `reference` names from `path`."""
+        page = self._page(reference, path)
+        if page is None:
+            return None
+        written, fragment = page
+        file = next((note for note in rendered_from(written) if self.is_note(note)), None)
+        if file is None:
+            return None
+        try:
+            return document_path(file, self.prefix), fragment
+        except DemarkusError:
+            return None
+
+    def relations(self, body: str, path: str) -> dict[str, list[tuple[str, str]]]:
+        """Always `{}`: a page's address declares no relation in the body."""
+        return {}
+
+    def localize(self, body: str, path: str) -> str:
+        """`body` (of the document at `path`) with every link to a note's page made a link
+        to the note; unchanged when there is none."""
+
+        def relative(reference: str) -> tuple[str, str] | None:
+            found = self.document(reference, path)
+            if found is None:
+                return None
+            target, fragment = found
+            return posixpath.relpath(target, posixpath.dirname(path)), fragment
+
+        return rewrite_outside_code(
+            body, lambda text: _PAGE_LINK.search(text) is not None, lambda line, spans: _swap(line, spans, relative)
+        )
+
+    def _page(self, reference: str, path: str) -> tuple[str, str] | None:
+        """(page inside the folder, fragment) that `reference` names from the note at
+        `path`, or None for a link with a scheme, a query or a `.md` file, or one outside
+        the folder."""
+        if _SCHEME.match(reference) or reference.startswith(("#", "//")):
+            return None
+        written, _, fragment = reference.partition("#")
+        page = unquote(written)
+        if not page or "?" in page or page.endswith(".md"):
+            return None
+        top = self.prefix.rstrip("/") + "/"
+        note = path[len(top) :] if path.startswith(top) else path.lstrip("/")
+        joined = page[1:] if page.startswith("/") else posixpath.join(posixpath.dirname(note), page)
+        norm = posixpath.normpath(joined) if joined else "."
+        if norm == ".." or norm.startswith(("../", "/")):
+            return None
+        return ("" if norm == "." else norm + ("/" if joined.endswith("/") else "")), fragment
+
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+_PAGE_LINK = re.compile(
+    r"(?:\]\(\s*<?|^ {0,3}\[[^\]]+\]:[ \t]*<?)(?![A-Za-z][A-Za-z0-9+.-]*:|#|//)[^\s)<>#?]*(?<!\.md)(?:[\s)#>]|$)",
+    re.MULTILINE,
+)
+"""An inline link's or a definition's destination that may be a page's: no scheme, no
+`.md` file, no query (a cheap test)."""
+
+
+def _swap(line: str, spans: Spans, relative: Callable[[str], tuple[str, str] | None]) -> str:
+    """`line` with each link destination outside its code spans that `relative` names a
+    note for written as that note's path (and fragment)."""
+
+    def swap(match: re.Match[str]) -> str:
+        if in_spans(match.start(), spans):
+            return match.group(0)
+        local = relative(match.group(2))
+        written = None if local is None else destination(*local, bracketed=match.group(1).endswith("<"))
+        return match.group(0) if written is None else match.group(1) + written
+
+    # a definition's destination opens its line, and what follows it is its title
+    if _DEFINITION.match(line):
+        return _DEFINITION.sub(swap, line, count=1)
+    return _INLINE.sub(swap, line)

@@ -25,7 +25,7 @@ import yaml
 
 from ..errors import BadRequestError
 from .relations import REL_PREFIX
-from .sections import parse_outline
+from .sections import parse_outline, shown_title
 
 try:  # the C loader when libyaml is there; the same rules either way
     from yaml import CBaseLoader as _Loader
@@ -140,10 +140,11 @@ def map_metadata(
 
 def first_heading(body: bytes) -> str | None:
     """The text of the first top-level level-1 heading (outside code blocks and lists), if
-    any: a `# ` bullet of an outliner's page is one of its blocks, not its title."""
+    any: a `# ` bullet of an outliner's page is one of its blocks, not its title. Without
+    the id a heading may give itself (`# Guide {#guide}`), as the page shows it."""
     for section in parse_outline(body).sections:
         if section.level == 1 and not section.in_list and section.title.strip():
-            return section.title.strip()
+            return shown_title(section.title)
     return None
 
 

@@ -55,6 +55,7 @@ __all__ = [
     "outline_text",
     "parse_blocks",
     "parse_outline",
+    "shown_title",
     "slugify",
 ]
 
@@ -149,6 +150,12 @@ def explicit_id(title: str) -> str | None:
     """
     found = _EXPLICIT_ID.search(title)
     return found.group(1).lower() if found else None
+
+
+def shown_title(title: str) -> str:
+    """A heading's text as a site shows it: without the id it gives itself (`Aims` for
+    `Aims {#goals}`), unless that is all it holds."""
+    return _EXPLICIT_ID.sub("", title).strip() or title.strip()
 
 
 def slugify(text: str) -> str:
