@@ -263,7 +263,7 @@ def test_a_link_to_the_page_a_site_renders_from_a_note_becomes_a_link_to_the_not
 
 
 def test_a_page_link_in_code_stays_and_a_definition_and_a_relation_name_the_note():
-    raw = b"---\nsuperseded-by: ./b\n---\n# A\n\n`[b](./b)`\n\n    [b](./b)\n\n[b]: /guide/b\n"
+    raw = b"---\nsuperseded-by: ./b\n---\n# A\n\n`[b](./b)`\n\n    [b](./b)\n\n[b]: /guide/b\n[^b]: b as a footnote\n"
     note = parse_note(raw, "/kb/guide/a.md", links=(PAGES,))
     assert note.metadata["rel-superseded-by"] == "/kb/guide/b.md"
-    assert note.body == b"# A\n\n`[b](./b)`\n\n    [b](./b)\n\n[b]: b.md\n"
+    assert note.body == b"# A\n\n`[b](./b)`\n\n    [b](./b)\n\n[b]: b.md\n[^b]: b as a footnote\n"

@@ -22,6 +22,10 @@ else (an issue, an image, a listing). In both, the path is inside the folder (no
 query; percent-escapes decoded; a name with a space or a parenthesis is written between
 `<` and `>`, one no link can hold is left as written). Links in code blocks, code spans
 and HTML blocks are text, and stay as written.
+
+A site's own pages name each other without its address, by the page's path (`Pages`,
+with no option: VitePress and Docusaurus write `[x](/guide/intro#setup)`), and such a
+link becomes a link to the note by the same rules.
 """
 
 from __future__ import annotations
@@ -41,8 +45,9 @@ __all__ = ["Pages", "Site", "Sites", "parse_site", "rendered_from"]
 
 _INLINE = re.compile(r"(\]\(\s*<?)([^\s)<>]+)")
 """An inline link's destination, after `](` (and an optional `<`)."""
-_DEFINITION = re.compile(r"^( {0,3}\[[^\]]+\]:[ \t]*<?)([^\s<>]+)")
-"""A link reference definition's destination: `[label]: https://...`."""
+_DEFINITION = re.compile(r"^( {0,3}\[(?!\^)[^\]]+\]:[ \t]*<?)([^\s<>]+)")
+"""A link reference definition's destination: `[label]: https://...` (a footnote's
+`[^1]: text` is none)."""
 
 
 class Site(NamedTuple):
@@ -121,11 +126,7 @@ class Sites:
     def relative(self, reference: str, path: str) -> tuple[str, str] | None:
         """(path relative to the document at `path`, fragment) of the note `reference`
         names under one of the sites; None when it names none."""
-        found = self._target(reference)
-        if found is None:
-            return None
-        target, fragment = found
-        return posixpath.relpath(target, posixpath.dirname(path)), fragment
+        return _relative(self._target(reference), path)
 
     def _target(self, reference: str) -> tuple[str, str] | None:
         """(document path, fragment) of the note `reference` names under one of the sites."""
@@ -207,15 +208,10 @@ class Pages:
         """`body` (of the document at `path`) with every link to a note's page made a link
         to the note; unchanged when there is none."""
 
-        def relative(reference: str) -> tuple[str, str] | None:
-            found = self.document(reference, path)
-            if found is None:
-                return None
-            target, fragment = found
-            return posixpath.relpath(target, posixpath.dirname(path)), fragment
-
         return rewrite_outside_code(
-            body, lambda text: _PAGE_LINK.search(text) is not None, lambda line, spans: _swap(line, spans, relative)
+            body,
+            lambda text: _PAGE_LINK.search(text) is not None,
+            lambda line, spans: _swap(line, spans, lambda reference: _relative(self.document(reference, path), path)),
         )
 
     def _page(self, reference: str, path: str) -> tuple[str, str] | None:
@@ -239,11 +235,19 @@ class Pages:
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 _PAGE_LINK = re.compile(
-    r"(?:\]\(\s*<?|^ {0,3}\[[^\]]+\]:[ \t]*<?)(?![A-Za-z][A-Za-z0-9+.-]*:|#|//)[^\s)<>#?]*(?<!\.md)(?:[\s)#>]|$)",
+    r"(?:\]\(\s*<?|^ {0,3}\[(?!\^)[^\]]+\]:[ \t]*<?)(?![A-Za-z][A-Za-z0-9+.-]*:|#|//)[^\s)<>#?]*(?<!\.md)(?:[\s)#>]|$)",
     re.MULTILINE,
 )
 """An inline link's or a definition's destination that may be a page's: no scheme, no
 `.md` file, no query (a cheap test)."""
+
+
+def _relative(found: tuple[str, str] | None, path: str) -> tuple[str, str] | None:
+    """(path relative to the document at `path`, fragment) of a (document path, fragment)."""
+    if found is None:
+        return None
+    target, fragment = found
+    return posixpath.relpath(target, posixpath.dirname(path)), fragment
 
 
 def _swap(line: str, spans: Spans, relative: Callable[[str], tuple[str, str] | None]) -> str:
