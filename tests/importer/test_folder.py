@@ -199,6 +199,14 @@ def test_relations_and_links_are_seen_by_backlinks_and_explore_without_reading_f
     assert "incoming [supersedes]" in explored
 
 
+def stored_body(root: Path, path: str) -> str:
+    service = Service.open(root, writable=False)
+    try:
+        return service.store.read(path).body.decode()
+    finally:
+        service.close()
+
+
 def test_links_by_the_folders_published_address_are_edges_to_its_notes(folder: Path, tmp_path: Path):
     site = "https://github.com/org/notes/blob/main/"
     rendered = "https://notes.example.org/architecture/"
@@ -209,11 +217,7 @@ def test_links_by_the_folders_published_address_are_edges_to_its_notes(folder: P
     sites = (parse_site(site), parse_site(rendered + "=adr"))
     root = tmp_path / "store"
     run(folder, root, sites=sites)
-    service = Service.open(root, writable=False)
-    try:
-        text = service.store.read("/kb/history.md").body.decode()
-    finally:
-        service.close()
+    text = stored_body(root, "/kb/history.md")
     assert "[the log](adr/0001-log.md), then [replicas](adr/0002-replicated.md)" in text
     assert f"[a page]({rendered}0003-nothing.html)" in text  # no such note: a web page
     backlinks, explored = asyncio.run(
@@ -239,11 +243,7 @@ def test_links_to_the_pages_a_site_renders_from_its_notes_are_edges_to_the_notes
     )
     root = tmp_path / "store"
     run(folder, root)
-    service = Service.open(root, writable=False)
-    try:
-        text = service.store.read("/kb/guide.md").body.decode()
-    finally:
-        service.close()
+    text = stored_body(root, "/kb/guide.md")
     assert "[the log](adr/0001-log.md#decision), [replicas](adr/0002-replicated.md)" in text
     assert "[a picture](./adr/diagram.png)" in text  # no note renders it: as written
     (backlinks,) = asyncio.run(tool_texts(root, [("mark_backlinks", {"url": "/kb/adr/0001-log.md"})]))
