@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from .errors import BadRequestError
+from .markdown.sections import shown_title
 from .protocol import in_scope, parse_count
 
 ALIAS_KEYS = ("aliases", "alias")
@@ -86,12 +87,13 @@ _H1 = re.compile(rb"^# +(.+?)[ #]*$", re.MULTILINE)
 
 
 def derive_title(path: str, metadata: Mapping[str, str], body: bytes) -> str:
-    """Publisher `title`, else the first `# ` line of the body, else the file name."""
+    """Publisher `title`, else the first `# ` line of the body (without the id it may give
+    itself, `# Guide {#guide}`), else the file name."""
     if metadata.get("title", "").strip():
         return metadata["title"].strip()
     found = _H1.search(body)
     if found:
-        return found.group(1).decode("utf-8", errors="replace").strip()
+        return shown_title(found.group(1).decode("utf-8", errors="replace"))
     return path.rsplit("/", 1)[-1]
 
 

@@ -287,6 +287,15 @@ def test_words_inside_chinese_japanese_and_korean_text_are_found(index: SectionI
     assert hit.snippet == "東京は日本の首都です。地下鉄が便利です。"  # as written, no separator shown
 
 
+def test_a_row_shows_its_heading_without_the_id_it_gives_itself_which_is_still_searched(
+    index: SectionIndex,
+) -> None:
+    fill(index)
+    put(index, "/site.md", "# 指南 {#guide}\n\n## 缓存 {#caching}\n\n计算结果会被缓存。\n")
+    (hit,) = index.search("caching", "/", limit=5)
+    assert (hit.title, hit.heading, hit.anchor) == ("指南", "缓存", "缓存-caching")
+
+
 def test_stop_words_in_a_question_do_not_match_anything(index: SectionIndex) -> None:
     fill(index)
     put(

@@ -299,6 +299,11 @@ def test_an_id_is_found_only_where_it_closes_the_heading() -> None:
     assert outline.find("x") is None
 
 
+def test_an_outline_shows_a_heading_as_its_site_does_without_its_id() -> None:
+    outline = parse_outline(b"# Guide {#guide}\n\n## Aims {#goals}\n\ntext\n")
+    assert outline_text(outline) == "- Guide (#guide-guide, 5 lines)\n  - Aims (#aims-goals, 3 lines)\n"
+
+
 # --- outline text and opening ---------------------------------------------------------------
 
 

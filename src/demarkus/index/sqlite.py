@@ -51,7 +51,7 @@ from typing import NamedTuple
 
 from ..catalog import CatalogEntry, Filter, derive_title, parse_aliases, parse_importance, parse_tags
 from ..errors import BadRequestError, IndexDamagedError
-from ..markdown.sections import Outline, parse_outline
+from ..markdown.sections import Outline, parse_outline, shown_title
 from ..protocol import MAX_QUERY_TERMS, normalize_scope
 from ..textcache import TextCache
 from .base import SectionHit
@@ -78,13 +78,14 @@ from .scripts import spaced
 
 log = logging.getLogger("demarkus.index")
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """Bumped whenever what a file holds changes: its tables, or the rows a body is cut into,
 so an index built before is refilled on open rather than kept with rows the parser no
 longer makes. 1 lacked `sections.importance`; 2 read a heading after a byte-order mark as
 text, and YAML front matter as a heading made of its keys; 3 left a document's aliases
 out of its `meta` column; 4 read a heading inside a list item as text; 5 held a run of
-Chinese, Japanese or Korean characters as one token (`scripts`)."""
+Chinese, Japanese or Korean characters as one token (`scripts`); 6 showed the id a
+heading gives itself (`## Aims {#goals}`) in its row's heading."""
 TOKENIZE = "porter unicode61 remove_diacritics 2"
 
 _SCHEMA = f"""
@@ -724,7 +725,9 @@ class SectionIndex:
 def section_rows(body: bytes, outline: Outline | None = None) -> list[tuple[str, str, str, str]]:
     """The rows one document gets, as (anchor, heading, trail, text): the bare-path row
     (anchor "", the preamble), then each section with text of its own (see the module
-    docstring). `outline` is `parse_outline(body)`, parsed now when not given."""
+    docstring). The heading is shown as a site shows it (`sections.shown_title`); the
+    trail, which is searched, keeps the id a heading gives itself. `outline` is
+    `parse_outline(body)`, parsed now when not given."""
     if outline is None:
         outline = parse_outline(body)
     rows: list[tuple[str, str, str, str]] = [("", "", "", _text(outline.preamble))]
@@ -740,7 +743,7 @@ def section_rows(body: bytes, outline: Outline | None = None) -> list[tuple[str,
             up = parents[up]
         text = _text(body[section.heading_end : section.own_end])
         if text.strip():
-            rows.append((section.anchor, section.title, "\n".join(reversed(trail)), text))
+            rows.append((section.anchor, shown_title(section.title), "\n".join(reversed(trail)), text))
     return rows
 
 

@@ -186,13 +186,16 @@ def parse_outline(body: bytes) -> Outline:
 
 
 def outline_text(outline: Outline, within: Section | None = None) -> str:
-    """One line per section: `<2 spaces per (level-1)>- <title> (#<anchor>, <n> lines)`;
-    with `within`, only the sections below that one, its children not indented."""
+    """One line per section: `<2 spaces per (level-1)>- <title> (#<anchor>, <n> lines)`,
+    the title as a site shows it (`shown_title`); with `within`, only the sections below
+    that one, its children not indented."""
     sections, top = outline.sections, 1
     if within is not None:
         sections = tuple(s for s in sections if within.start < s.start and s.end <= within.end)
         top = within.level + 1
-    return "".join(f"{'  ' * (s.level - top)}- {s.title} (#{s.anchor}, {s.lines} lines)\n" for s in sections)
+    return "".join(
+        f"{'  ' * (s.level - top)}- {shown_title(s.title)} (#{s.anchor}, {s.lines} lines)\n" for s in sections
+    )
 
 
 def opening_paragraph(body: bytes) -> str:
