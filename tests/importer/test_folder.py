@@ -343,6 +343,21 @@ def test_a_path_is_a_note_exactly_when_the_folder_import_reads_it(folder: Path):
     assert not is_note(folder, "missing.md") and not is_note(folder, "adr//0001-log.md")
 
 
+def test_markdown_files_under_another_name_are_not_read_and_the_summary_says_how_many(tmp_path: Path):
+    top = tmp_path / "site"
+    (top / "docs").mkdir(parents=True)
+    (top / "docs" / "intro.md").write_text("# Intro\n\ntext\n")
+    for name in ("a.mdx", "b.mdx", "c.MDX", "d.markdown", "e.mdx", "f.mdx"):
+        (top / "docs" / name).write_text("# Page\n\ntext\n")
+    (top / "docs" / "logo.png").write_bytes(b"\x89PNG")
+    summary = run(top, tmp_path / "store")
+    assert summary.ok and summary.count(Outcome.CREATED) == 1  # not refused: not documents
+    assert summary.lines()[1] == (
+        "not read: 6 .markdown/.mdx files (docs/a.mdx, docs/b.mdx, docs/c.MDX, docs/d.markdown, "
+        "docs/e.mdx and 1 more); a document is a .md file: rename one .md to import it"
+    )
+
+
 def test_a_logseq_graphs_own_folder_of_settings_and_page_backups_is_not_read(tmp_path: Path):
     graph = tmp_path / "graph"
     for relative in ("pages/Tasks.md", "journals/2024_01_15.md", "logseq/bak/pages/Tasks/2024-01-15T10_00.Desktop.md"):

@@ -26,6 +26,11 @@ __all__ = ["Scan", "Summary", "documents_under", "import_folder", "scan_folder"]
 _ENTRY = re.compile(r"- \[.*\]\((.+)\)")
 MAX_FILES = 1_000_000
 """Markdown files one import reads, at most (their names are held in memory)."""
+OTHER_MARKDOWN = (".mdx", ".markdown", ".mdown", ".mkd", ".mkdn")
+"""Names markdown files also go by, which an import does not read (a document is a `.md`
+file): it says how many it left, so a Docusaurus folder's `.mdx` pages are not lost unseen."""
+MAX_NAMED = 5
+"""Such files a summary names; the rest it counts."""
 MAX_LISTED = 1_000_000
 """Documents `--archive-missing` looks at under the prefix, at most."""
 
@@ -39,6 +44,8 @@ class Scan:
     """Symlinks that stay inside the folder."""
     escaping: tuple[str, ...]
     """Symlinks that lead out of it."""
+    other: tuple[str, ...] = ()
+    """Markdown files under another name (`OTHER_MARKDOWN`), not read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +53,8 @@ class Summary:
     """Every file's result, in path order, and the counts the command prints."""
 
     results: tuple[FileResult, ...]
+    other: tuple[str, ...] = ()
+    """Markdown files under another name that were not read (`Scan.other`)."""
 
     def count(self, outcome: Outcome) -> int:
         return sum(1 for r in self.results if r.outcome == outcome)
@@ -66,6 +75,15 @@ class Summary:
         """The summary as printed: the counts, then one line per problem."""
         counts = ", ".join(f"{self.count(o)} {o.value}" for o in Outcome)
         out = [f"{counts}; {self.versions} versions added"]
+        if self.other:
+            names = ", ".join(shown(name) for name in self.other[:MAX_NAMED])
+            more = f" and {len(self.other) - MAX_NAMED} more" if len(self.other) > MAX_NAMED else ""
+            kinds = "/".join(sorted({Path(name).suffix.lower() for name in self.other}))
+            files = "file" if len(self.other) == 1 else "files"
+            out.append(
+                f"not read: {len(self.other)} {kinds} {files} ({names}{more}); a document is a .md file: "
+                "rename one .md to import it"
+            )
         for result in self.results:
             name = result.relative and shown(result.relative) or result.path
             for problem in result.problems:
@@ -84,6 +102,7 @@ def scan_folder(folder: Path) -> Scan:
     files: list[str] = []
     skipped: list[str] = []
     escaping: list[str] = []
+    other: list[str] = []
     for here, dirs, names in os.walk(folder):
         base = Path(here)
         relative = base.relative_to(folder).as_posix()
@@ -99,6 +118,8 @@ def scan_folder(folder: Path) -> Scan:
         dirs[:] = kept
         for name in names:
             if not name.endswith(".md"):
+                if name.lower().endswith(OTHER_MARKDOWN) and len(other) < MAX_FILES and not (base / name).is_symlink():
+                    other.append(prefix + name)
                 continue
             if (base / name).is_symlink():
                 (skipped if _inside(base / name, top) else escaping).append(prefix + name)
@@ -109,7 +130,7 @@ def scan_folder(folder: Path) -> Scan:
                         f"{folder} holds more than {MAX_FILES} markdown files; import its folders one at a "
                         "time, each with its own --prefix"
                     )
-    return Scan(tuple(sorted(files)), tuple(sorted(skipped)), tuple(sorted(escaping)))
+    return Scan(tuple(sorted(files)), tuple(sorted(skipped)), tuple(sorted(escaping)), tuple(sorted(other)))
 
 
 async def import_folder(
@@ -145,7 +166,7 @@ async def import_folder(
             gone = []
         for path in gone:
             results.append(await archive_document(target, path))
-    return Summary(tuple(sorted(results, key=lambda r: (not r.relative, r.relative, r.path))))
+    return Summary(tuple(sorted(results, key=lambda r: (not r.relative, r.relative, r.path))), scan.other)
 
 
 async def documents_under(target: Target, prefix: str) -> AsyncIterator[str]:
