@@ -52,6 +52,28 @@ def test_bad_yaml_is_refused(block: str, fragment: str):
         parse_frontmatter(block)
 
 
+def test_a_toml_block_between_plus_lines_is_read_as_hugo_writes_it():
+    parts = split_frontmatter('+++\ntitle = "A"\n+++\n\nbody\n')
+    assert (parts.block, parts.body, parts.toml) == ('title = "A"\n', "body\n", True)
+    meta = note(
+        '+++\ntitle = "Segment log"\ndate = 2024-01-31\ntags = ["storage", "adr"]\ndraft = false\n'
+        'weight = 5\nsupersedes = "../old.md"\n+++\n\ntext\n'
+    )
+    assert meta == {
+        "title": "Segment log",
+        "date": "2024-01-31",
+        "tags": "storage,adr",
+        "draft": "false",
+        "weight": "5",
+        "rel-supersedes": "/notes/old.md",
+    }
+    with pytest.raises(BadRequestError, match="never closes it; add a closing `\\+\\+\\+`"):
+        split_frontmatter('+++\ntitle = "A"\n# A\n')
+    with pytest.raises(BadRequestError, match="not valid TOML"):
+        parse_frontmatter("title = \n", toml=True)
+    assert split_frontmatter("+++ b/file.py\n").block is None  # a diff's header line, not a block
+
+
 def test_tags_as_a_list_or_a_comma_string_are_stored_comma_joined():
     assert note("---\ntags: [a, b c]\n---\nx\n")["tags"] == "a,b c"
     assert note("---\ntags:\n  - a\n  - b\n---\nx\n")["tags"] == "a,b"

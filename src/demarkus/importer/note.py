@@ -146,7 +146,7 @@ def parse_note(
             f"the file is not valid UTF-8 (byte {exc.start}); save it as UTF-8 and import again"
         ) from None
     parts = split_frontmatter(text)
-    fields = parse_frontmatter(parts.block) if parts.block is not None else {}
+    fields = parse_frontmatter(parts.block, toml=parts.toml) if parts.block is not None else {}
     text = drop_comments(parts.body) if vault else parts.body
     if vault and parts.block is None:
         fields, rest = split_properties(text)
@@ -383,7 +383,7 @@ def _aliases(file: Path) -> tuple[str, ...]:
         if parts.block is None:
             fields, _ = split_properties(parts.body)  # a page opening with `alias:: ...` (Logseq's)
         elif "alias" in parts.block:
-            fields = parse_frontmatter(parts.block)
+            fields = parse_frontmatter(parts.block, toml=parts.toml)
         else:  # most notes have none: no YAML to read
             return ()
     except BadRequestError:

@@ -13,11 +13,16 @@ A note may open with a `---` block; the block becomes metadata and leaves the bo
 Every value is read as text (PyYAML's base loader constructs no objects, so `date:
 2026-01-31` and `draft: yes` stay as written). Lists become comma-separated values, the
 form `tags` and `rel-*` take everywhere else; a nested mapping is refused.
+
+Hugo writes the block in TOML between `+++` lines (`title = "Segment log"`); it is read
+the same way, its dates, numbers and booleans as text (`2026-01-31`, `0.5`, `true`).
 """
 
 from __future__ import annotations
 
+import datetime
 import re
+import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -37,22 +42,28 @@ __all__ = ["RELATION_ALIASES", "Frontmatter", "first_heading", "map_metadata", "
 RELATION_ALIASES = frozenset({"supersedes", "superseded-by", "depends-on", "implements", "derived-from", "related"})
 """Frontmatter keys read as `rel-<key>` (the predicates frozen worlds use)."""
 
-_OPEN = re.compile(r"---[ \t]*\r?\n")
-_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.MULTILINE)
+_OPEN = re.compile(r"(---|\+\+\+)[ \t]*\r?\n")
+_CLOSE = {
+    "---": re.compile(r"^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.MULTILINE),
+    "+++": re.compile(r"^\+\+\+[ \t]*(?:\r?\n|\Z)", re.MULTILINE),
+}
 _LEADING_BLANK = re.compile(r"(?:[ \t]*\r?\n)+")
 
 
 @dataclass(frozen=True, slots=True)
 class Frontmatter:
-    """A note split in two: the YAML block (None when there is none) and the body after it."""
+    """A note split in two: the block (None when there is none) and the body after it."""
 
     block: str | None
     body: str
+    toml: bool = False
+    """The block is TOML (between `+++` lines), else YAML."""
 
 
 def split_frontmatter(text: str) -> Frontmatter:
-    """Split a leading `---` block (closed by `---` or `...`) from the body; the blank
-    lines right after the block go with it. A leading byte-order mark is dropped.
+    """Split a leading `---` block (closed by `---` or `...`) or `+++` block (closed by
+    `+++`) from the body; the blank lines right after the block go with it. A leading
+    byte-order mark is dropped.
 
     Raises:
         BadRequestError: the block is opened but never closed.
@@ -61,23 +72,30 @@ def split_frontmatter(text: str) -> Frontmatter:
     opened = _OPEN.match(text)
     if opened is None:
         return Frontmatter(None, text)
-    closed = _CLOSE.search(text, opened.end())
+    fence = opened.group(1)
+    closed = _CLOSE[fence].search(text, opened.end())
     if closed is None:
         raise BadRequestError(
-            "the note opens a frontmatter block with `---` but never closes it; "
-            "add a closing `---` line after the last key"
+            f"the note opens a frontmatter block with `{fence}` but never closes it; "
+            f"add a closing `{fence}` line after the last key"
         )
     rest = text[closed.end() :]
     blank = _LEADING_BLANK.match(rest)
-    return Frontmatter(text[opened.end() : closed.start()], rest[blank.end() :] if blank else rest)
+    return Frontmatter(text[opened.end() : closed.start()], rest[blank.end() :] if blank else rest, fence == "+++")
 
 
-def parse_frontmatter(block: str) -> dict[str, object]:
-    """The block as a mapping of keys to strings, lists or mappings (all leaves text).
+def parse_frontmatter(block: str, *, toml: bool = False) -> dict[str, object]:
+    """The block (YAML, or TOML with `toml`) as a mapping of keys to strings, lists or
+    mappings (all leaves text).
 
     Raises:
-        BadRequestError: not valid YAML, or not a mapping of keys to values.
+        BadRequestError: not valid YAML (or TOML), or not a mapping of keys to values.
     """
+    if toml:
+        try:
+            return {key: _as_text(value) for key, value in tomllib.loads(block).items()}
+        except tomllib.TOMLDecodeError as exc:
+            raise BadRequestError(f"the frontmatter is not valid TOML ({exc}); fix it") from None
     try:
         loaded = yaml.load(block, Loader=_Loader)  # the base loader builds no objects: safe
     except yaml.MarkedYAMLError as exc:
@@ -93,6 +111,19 @@ def parse_frontmatter(block: str) -> dict[str, object]:
     if not isinstance(loaded, dict):
         raise BadRequestError("the frontmatter must be `key: value` lines; it holds a single value or a list")
     return {str(key): value for key, value in loaded.items()}
+
+
+def _as_text(value: object) -> object:
+    """A TOML value with its leaves as text, as the YAML base loader gives them."""
+    if isinstance(value, dict):
+        return {str(key): _as_text(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_as_text(item) for item in value]
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
+    return str(value)
 
 
 def map_metadata(
