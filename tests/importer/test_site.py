@@ -250,7 +250,6 @@ PAGES = Pages("/kb", {"guide/b.md", "guide/tools/index.md", "README.md", "api/co
         ("b.png", None),
         ("b?tab=1", None),
         ("b.md", None),  # a note's own file is a link already
-        ("/guide/b.md#goals", "b.md#goals"),  # but from the top it misses the prefix
         ("../../outside", None),
         ("https://example.org/guide/b", None),
         ("//example.org/guide/b", None),
@@ -261,14 +260,6 @@ PAGES = Pages("/kb", {"guide/b.md", "guide/tools/index.md", "README.md", "api/co
 def test_a_link_to_the_page_a_site_renders_from_a_note_becomes_a_link_to_the_note(written: str, expected: str | None):
     out = PAGES.localize(f"[x]({written})", "/kb/guide/a.md")
     assert out == f"[x]({expected or written})"
-
-
-def test_without_a_prefix_a_link_from_the_top_to_a_notes_file_stays_as_written():
-    pages = Pages("/", {"guide/b.md"}.__contains__)
-    assert (
-        pages.localize("[x](/guide/b.md#goals) [y](/guide/b)", "/api/a.md")
-        == "[x](/guide/b.md#goals) [y](../guide/b.md)"
-    )
 
 
 def test_a_page_link_in_code_stays_and_a_definition_and_a_relation_name_the_note():

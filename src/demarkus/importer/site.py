@@ -180,9 +180,8 @@ class Pages:
     is the page of `guide/essentials/computed.md`. A link without a scheme whose path is
     not a `.md` file becomes a link to the note `rendered_from` its page (relative to the
     note that holds it; `/...` from the folder's top, as a site's root), when that note
-    exists in the folder, as does a `/...` link to a `.md` file when the folder goes under
-    a prefix; any other (an image, a page of something else, a path outside the folder,
-    one with a query) stays as written."""
+    exists in the folder; any other (an image, a page of something else, a path outside
+    the folder, one with a query) stays as written."""
 
     prefix: str
     is_note: Callable[[str], bool]
@@ -193,8 +192,7 @@ class Pages:
         if page is None:
             return None
         written, fragment = page
-        notes = (written,) if written.endswith(".md") else rendered_from(written)
-        file = next((note for note in notes if self.is_note(note)), None)
+        file = next((note for note in rendered_from(written) if self.is_note(note)), None)
         if file is None:
             return None
         try:
@@ -218,16 +216,13 @@ class Pages:
 
     def _page(self, reference: str, path: str) -> tuple[str, str] | None:
         """(page inside the folder, fragment) that `reference` names from the note at
-        `path`, or None for a link with a scheme, a query, or one outside the folder. A
-        link to a `.md` file is a link to the note already, but for one from the folder's
-        top when the folder goes under a prefix: `/adr/b.md` is then `/notes/adr/b.md`."""
+        `path`, or None for a link with a scheme, a query or a `.md` file, or one outside
+        the folder."""
         if _SCHEME.match(reference) or reference.startswith(("#", "//")):
             return None
         written, _, fragment = reference.partition("#")
         page = unquote(written)
-        if not page or "?" in page:
-            return None
-        if page.endswith(".md") and not (page.startswith("/") and self.prefix.strip("/")):
+        if not page or "?" in page or page.endswith(".md"):
             return None
         top = self.prefix.rstrip("/") + "/"
         note = path[len(top) :] if path.startswith(top) else path.lstrip("/")
@@ -240,12 +235,11 @@ class Pages:
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 _PAGE_LINK = re.compile(
-    r"(?:\]\(\s*<?|^ {0,3}\[(?!\^)[^\]]+\]:[ \t]*<?)(?![A-Za-z][A-Za-z0-9+.-]*:|#|//)"
-    r"(?:/|[^\s)<>#?]*(?<!\.md)(?:[\s)#>]|$))",
+    r"(?:\]\(\s*<?|^ {0,3}\[(?!\^)[^\]]+\]:[ \t]*<?)(?![A-Za-z][A-Za-z0-9+.-]*:|#|//)[^\s)<>#?]*(?<!\.md)(?:[\s)#>]|$)",
     re.MULTILINE,
 )
-"""An inline link's or a definition's destination that may be a page's: no scheme, and a
-path from the top or one that is no `.md` file (a cheap test)."""
+"""An inline link's or a definition's destination that may be a page's: no scheme, no
+`.md` file, no query (a cheap test)."""
 
 
 def _relative(found: tuple[str, str] | None, path: str) -> tuple[str, str] | None:
