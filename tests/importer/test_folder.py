@@ -242,12 +242,12 @@ def test_links_to_the_pages_a_site_renders_from_its_notes_are_edges_to_the_notes
         "and [a picture](./adr/diagram.png).\n"
     )
     root = tmp_path / "store"
-    run(folder, root)
-    text = stored_body(root, "/kb/guide.md")
+    run(folder, root, prefix="/")  # its top is the site's root: an absolute path names a note
+    text = stored_body(root, "/guide.md")
     assert "[the log](adr/0001-log.md#decision), [replicas](adr/0002-replicated.md)" in text
     assert "[a picture](./adr/diagram.png)" in text  # no note renders it: as written
-    (backlinks,) = asyncio.run(tool_texts(root, [("mark_backlinks", {"url": "/kb/adr/0001-log.md"})]))
-    assert "(/kb/guide.md)" in backlinks
+    (backlinks,) = asyncio.run(tool_texts(root, [("mark_backlinks", {"url": "/adr/0001-log.md"})]))
+    assert "(/guide.md)" in backlinks
 
 
 def test_a_vault_joined_by_wiki_links_gets_its_edges_and_the_hop_follows_its_typed_links(tmp_path: Path):

@@ -238,13 +238,14 @@ PAGES = Pages("/kb", {"guide/b.md", "guide/tools/index.md", "README.md", "api/co
 @pytest.mark.parametrize(
     "written, expected",
     [
-        ("/guide/b#goals", "b.md#goals"),  # from the site's root, as VitePress links
+        ("/kb/guide/b#goals", "b.md#goals"),  # a document path, as VitePress links from the top
         ("./b", "b.md"),
         ("b.html", "b.md"),
         ("../api/core#ref", "../api/core.md#ref"),
         ("tools/", "tools/index.md"),
-        ("/", "../README.md"),
-        ("/my%20note", "<../my note.md>"),
+        ("/kb/", "../README.md"),
+        ("/guide/b", None),  # a document path outside the prefix the folder goes under
+        ("/kb/my%20note", "<../my note.md>"),
         # not a page of a note of the folder: as written
         ("./c", None),
         ("b.png", None),
@@ -263,7 +264,9 @@ def test_a_link_to_the_page_a_site_renders_from_a_note_becomes_a_link_to_the_not
 
 
 def test_a_page_link_in_code_stays_and_a_definition_and_a_relation_name_the_note():
-    raw = b"---\nsuperseded-by: ./b\n---\n# A\n\n`[b](./b)`\n\n    [b](./b)\n\n[b]: /guide/b\n[^b]: b as a footnote\n"
+    raw = (
+        b"---\nsuperseded-by: ./b\n---\n# A\n\n`[b](./b)`\n\n    [b](./b)\n\n[b]: /kb/guide/b\n[^b]: b as a footnote\n"
+    )
     note = parse_note(raw, "/kb/guide/a.md", links=(PAGES,))
     assert note.metadata["rel-superseded-by"] == "/kb/guide/b.md"
     assert note.body == b"# A\n\n`[b](./b)`\n\n    [b](./b)\n\n[b]: b.md\n[^b]: b as a footnote\n"

@@ -178,10 +178,12 @@ class Pages:
 
     VitePress and Docusaurus pages link so, with no `.md`: `/guide/essentials/computed`
     is the page of `guide/essentials/computed.md`. A link without a scheme whose path is
-    not a `.md` file becomes a link to the note `rendered_from` its page (relative to the
-    note that holds it; `/...` from the folder's top, as a site's root), when that note
-    exists in the folder; any other (an image, a page of something else, a path outside
-    the folder, one with a query) stays as written."""
+    not a `.md` file becomes a link to the note `rendered_from` its page, when that note
+    exists in the folder: relative to the note that holds it, or, for a `/...` path, to
+    the document path it names, as every absolute path does (the folder's top when it is
+    imported without a prefix, as a site's root is). Any other (an image, a page of
+    something else, a path outside the folder or its prefix, one with a query) stays as
+    written."""
 
     prefix: str
     is_note: Callable[[str], bool]
@@ -225,8 +227,13 @@ class Pages:
         if not page or "?" in page or page.endswith(".md"):
             return None
         top = self.prefix.rstrip("/") + "/"
-        note = path[len(top) :] if path.startswith(top) else path.lstrip("/")
-        joined = page[1:] if page.startswith("/") else posixpath.join(posixpath.dirname(note), page)
+        if page.startswith("/"):  # a document path, as every absolute path is
+            if not page.startswith(top):
+                return None  # outside the prefix the folder goes under
+            joined = page[len(top) :]
+        else:
+            note = path[len(top) :] if path.startswith(top) else path.lstrip("/")
+            joined = posixpath.join(posixpath.dirname(note), page)
         norm = posixpath.normpath(joined) if joined else "."
         if norm == ".." or norm.startswith(("../", "/")):
             return None
