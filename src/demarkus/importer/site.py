@@ -210,10 +210,11 @@ class Pages:
         """`body` (of the document at `path`) with every link to a note's page made a link
         to the note; unchanged when there is none."""
 
+        def relative(reference: str) -> tuple[str, str] | None:
+            return _relative(self.document(reference, path), path)
+
         return rewrite_outside_code(
-            body,
-            lambda text: _PAGE_LINK.search(text) is not None,
-            lambda line, spans: _swap(line, spans, lambda reference: _relative(self.document(reference, path), path)),
+            body, lambda text: _PAGE_LINK.search(text) is not None, lambda line, spans: _swap(line, spans, relative)
         )
 
     def _page(self, reference: str, path: str) -> tuple[str, str] | None:
