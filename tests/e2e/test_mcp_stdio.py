@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
+from demarkus.mcp.server import READ_TOOLS, WRITE_TOOLS
 from demarkus.server.quic import serve_mark
 from demarkus.service import Service
 
@@ -82,8 +83,11 @@ def test_the_mcp_inspector_cli_lists_tools_and_calls_lookup(tmp_path: Path):
     env["XDG_DATA_HOME"] = str(tmp_path / "data")  # and demarkus the folder's store
     listed = subprocess.run([*base, "--method", "tools/list"], capture_output=True, text=True, timeout=120, env=env)
     assert listed.returncode == 0, listed.stderr
-    names = {tool["name"] for tool in json.loads(listed.stdout)["tools"]}
-    assert {"mark_lookup", "mark_fetch", "mark_explore"} <= names
+    hints = {tool["name"]: tool.get("annotations", {}) for tool in json.loads(listed.stdout)["tools"]}
+    assert {"mark_lookup", "mark_fetch", "mark_explore"} <= set(hints)
+    for name in READ_TOOLS:  # a client may run these without asking
+        assert hints[name]["readOnlyHint"] is True and hints[name]["openWorldHint"] is False, name
+    assert hints["mark_lookup"]["title"] == "Look up documents"
     called = subprocess.run(
         [
             *base,
@@ -120,6 +124,10 @@ async def test_stdio_server_writes_through_quic_with_the_callers_token(
             env={**os.environ, "DEMARKUS_HOME": str(tmp_path / "home")},
         )
         async with Client(params) as remote:
+            hints = {t.name: t.annotations for t in (await remote.list_tools()).tools}
+            assert all(hints[name] and hints[name].read_only_hint is not True for name in WRITE_TOOLS)
+            assert hints["mark_archive"].destructive_hint is True
+            assert hints["mark_append"].destructive_hint is False and hints["mark_append"].idempotent_hint is False
             created, failed = await call(
                 remote, "mark_publish", url="/docs/a.md", body="# A\n\nFirst.\n", metadata={"title": "A"}
             )

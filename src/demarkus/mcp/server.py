@@ -12,7 +12,7 @@ from typing import Annotated, ParamSpec, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import CallToolResult, TextContent
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from mcp_types import Tool as MCPTool
 from pydantic import Field
 
@@ -33,6 +33,32 @@ the text to the model, not `_meta`; the eval traces keep them)."""
 
 READ_TOOLS = ("mark_lookup", "mark_fetch", "mark_explore", "mark_list", "mark_versions", "mark_backlinks")
 WRITE_TOOLS = ("mark_publish", "mark_append", "mark_archive")
+
+
+def _reads(title: str) -> ToolAnnotations:
+    return ToolAnnotations(title=title, read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+
+
+def _writes(title: str, *, destructive: bool, idempotent: bool) -> ToolAnnotations:
+    return ToolAnnotations(title=title, destructive_hint=destructive, idempotent_hint=idempotent, open_world_hint=False)
+
+
+ANNOTATIONS = {
+    "mark_lookup": _reads("Look up documents"),
+    "mark_fetch": _reads("Fetch a document"),
+    "mark_explore": _reads("Explore relations"),
+    "mark_backlinks": _reads("List backlinks"),
+    "mark_list": _reads("List a directory"),
+    "mark_versions": _reads("List versions"),
+    "mark_publish": _writes("Publish a document", destructive=False, idempotent=True),
+    "mark_append": _writes("Append to a document", destructive=False, idempotent=False),
+    "mark_archive": _writes("Archive a document", destructive=True, idempotent=True),
+}
+"""What each tool does to the store, for a client deciding what it may run without asking
+(MCP tool annotations). Every tool stays inside the authorities it was given: a closed
+world. Publishing and appending only add versions, every earlier one stays readable, and
+publishing the current text again adds none; archiving takes a document out of every
+listing and answer."""
 
 
 class LocalResolver:
@@ -157,7 +183,7 @@ def build_server(
     one instance for a stdio session, one per caller and session behind the gateway."""
     server: MCPServer = CompactServer(name, instructions=instructions, log_level="WARNING")
 
-    @server.tool(name="mark_lookup", description=LOOKUP_DESCRIPTION)
+    @server.tool(name="mark_lookup", description=LOOKUP_DESCRIPTION, annotations=ANNOTATIONS["mark_lookup"])
     @tool_errors
     async def mark_lookup(
         query: Annotated[str, Field(description="Words to find (at least 2 characters), or * for every document.")],
@@ -178,7 +204,7 @@ def build_server(
         text, selection = await tools_for().lookup_selection(query, url, filter, limit, match, budget, verbose)
         return lookup_result(text, selection)
 
-    @server.tool(name="mark_fetch", description=FETCH_DESCRIPTION)
+    @server.tool(name="mark_fetch", description=FETCH_DESCRIPTION, annotations=ANNOTATIONS["mark_fetch"])
     @tool_errors
     async def mark_fetch(
         url: Url,
@@ -187,7 +213,7 @@ def build_server(
     ) -> str:
         return await tools_for().fetch(url, force, verbose)
 
-    @server.tool(name="mark_explore", description=EXPLORE_DESCRIPTION)
+    @server.tool(name="mark_explore", description=EXPLORE_DESCRIPTION, annotations=ANNOTATIONS["mark_explore"])
     @tool_errors
     async def mark_explore(
         url: Url,
@@ -201,12 +227,12 @@ def build_server(
     ) -> str:
         return await tools_for().explore(url, direction, relations, page_size, cursor, verbose)
 
-    @server.tool(name="mark_backlinks", description=BACKLINKS_DESCRIPTION)
+    @server.tool(name="mark_backlinks", description=BACKLINKS_DESCRIPTION, annotations=ANNOTATIONS["mark_backlinks"])
     @tool_errors
     async def mark_backlinks(url: Url) -> str:
         return await tools_for().backlinks(url)
 
-    @server.tool(name="mark_list", description=LIST_DESCRIPTION)
+    @server.tool(name="mark_list", description=LIST_DESCRIPTION, annotations=ANNOTATIONS["mark_list"])
     @tool_errors
     async def mark_list(
         url: Annotated[str, Field(description="A directory such as / or /docs.")] = "/",
@@ -216,14 +242,14 @@ def build_server(
     ) -> str:
         return await tools_for().list(url, cursor, include_archived, verbose)
 
-    @server.tool(name="mark_versions", description=VERSIONS_DESCRIPTION)
+    @server.tool(name="mark_versions", description=VERSIONS_DESCRIPTION, annotations=ANNOTATIONS["mark_versions"])
     @tool_errors
     async def mark_versions(url: Url) -> str:
         return await tools_for().versions(url)
 
     if writable:
 
-        @server.tool(name="mark_publish", description=PUBLISH_DESCRIPTION)
+        @server.tool(name="mark_publish", description=PUBLISH_DESCRIPTION, annotations=ANNOTATIONS["mark_publish"])
         @tool_errors
         async def mark_publish(
             url: Url,
@@ -238,7 +264,7 @@ def build_server(
         ) -> str:
             return await tools_for().publish(url, body, expected_version, metadata)
 
-        @server.tool(name="mark_append", description=APPEND_DESCRIPTION)
+        @server.tool(name="mark_append", description=APPEND_DESCRIPTION, annotations=ANNOTATIONS["mark_append"])
         @tool_errors
         async def mark_append(
             url: Url,
@@ -247,7 +273,7 @@ def build_server(
         ) -> str:
             return await tools_for().append(url, body, expected_version)
 
-        @server.tool(name="mark_archive", description=ARCHIVE_DESCRIPTION)
+        @server.tool(name="mark_archive", description=ARCHIVE_DESCRIPTION, annotations=ANNOTATIONS["mark_archive"])
         @tool_errors
         async def mark_archive(url: Url) -> str:
             return await tools_for().archive(url)
