@@ -16,7 +16,7 @@ from demarkus.graph.store import default_graph_path
 from demarkus.importer import Outcome, Summary
 from demarkus.importer.command import run_import
 from demarkus.importer.folder import scan_folder
-from demarkus.importer.note import is_note
+from demarkus.importer.note import is_note, note_file
 from demarkus.importer.site import parse_site
 from demarkus.mcp.server import LocalResolver, build_server
 from demarkus.mcp.tools import Tools
@@ -343,19 +343,38 @@ def test_a_path_is_a_note_exactly_when_the_folder_import_reads_it(folder: Path):
     assert not is_note(folder, "missing.md") and not is_note(folder, "adr//0001-log.md")
 
 
-def test_markdown_files_under_another_name_are_not_read_and_the_summary_says_how_many(tmp_path: Path):
+def test_markdown_files_under_another_name_are_notes_and_links_to_them_name_their_documents(tmp_path: Path):
     top = tmp_path / "site"
     (top / "docs").mkdir(parents=True)
-    (top / "docs" / "intro.md").write_text("# Intro\n\ntext\n")
-    for name in ("a.mdx", "b.mdx", "c.MDX", "d.markdown", "e.mdx", "f.mdx"):
-        (top / "docs" / name).write_text("# Page\n\ntext\n")
-    (top / "docs" / "logo.png").write_bytes(b"\x89PNG")
+    pages = {
+        "intro.md": "# Intro\n\nSee [setup](./setup) and [the post](../blog/post.markdown#why).\n",
+        "intro.mdx": "# Intro, the other file\n",  # the same document: intro.md is read
+        "setup.mdx": "import Tabs from '@theme/Tabs';\n\n# Setup\n\n<Tabs>Run it.</Tabs> Back to [intro](intro.md).\n",
+        "faq.MDX": "# FAQ\n\nAsk.\n",
+        "logo.png": "",
+    }
+    for name, text in pages.items():
+        (top / "docs" / name).write_text(text)
+    (top / "blog").mkdir()
+    (top / "blog" / "post.markdown").write_text("---\ntitle: A post\n---\n# Post\n\n## Why\n\nBecause.\n")
     summary = run(top, tmp_path / "store")
-    assert summary.ok and summary.count(Outcome.CREATED) == 1  # not refused: not documents
+    created = {r.relative: r.path for r in summary.results if r.outcome == Outcome.CREATED}
+    assert summary.ok and created == {
+        "blog/post.markdown": "/kb/blog/post.md",
+        "docs/faq.MDX": "/kb/docs/faq.md",
+        "docs/intro.md": "/kb/docs/intro.md",
+        "docs/setup.mdx": "/kb/docs/setup.md",
+    }
     assert summary.lines()[1] == (
-        "not read: 6 .markdown/.mdx files (docs/a.mdx, docs/b.mdx, docs/c.MDX, docs/d.markdown, "
-        "docs/e.mdx and 1 more); a document is a .md file: rename one .md to import it"
+        "not read: 1 file (docs/intro.mdx) beside a file of the same name read as the same document "
+        "(b.md before b.mdx); rename one to import both"
     )
+    intro = stored_body(tmp_path / "store", "/kb/docs/intro.md")
+    assert "[setup](setup.md) and [the post](../blog/post.md#why)" in intro
+    assert stored_body(tmp_path / "store", "/kb/docs/setup.md").startswith("import Tabs from")
+    assert set(scan_folder(top).files) == {"blog/post.markdown", "docs/faq.MDX", "docs/intro.md", "docs/setup.mdx"}
+    assert is_note(top, "docs/setup.mdx") and not is_note(top, "docs/intro.mdx")
+    assert note_file(top, "docs/faq.md") == "docs/faq.MDX" and note_file(top, "docs/none.md") is None
 
 
 def test_a_logseq_graphs_own_folder_of_settings_and_page_backups_is_not_read(tmp_path: Path):

@@ -165,6 +165,32 @@ async def test_a_wiki_link_to_a_note_that_comes_later_leads_to_it_once_its_note_
         assert "See [Gamma](gamma.md) and [the beta](beta.md), again.\n" in await run.tools.fetch("/notes/alpha.md")
 
 
+async def test_a_note_under_another_markdown_name_is_followed_file_by_file(tmp_path: Path):
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "guide.md").write_text("# Guide\n\nThe plain quorum.\n")
+    (folder / "guide.mdx").write_text("# Guide\n\nThe jsx quorum.\n")
+    async with following(folder, tmp_path / "store") as run:
+
+        async def says(words: str) -> bool:
+            return words in await run.tools.fetch("/notes/guide.md", True)  # not `unchanged`
+
+        assert await says("The plain quorum.")
+        (folder / "guide.mdx").write_text("# Guide\n\nThe jsx quorum, edited.\n")
+        (folder / "post.markdown").write_text("# Post\n\nA zorbex entry.\n")
+
+        async def posted() -> bool:
+            return "/notes/post.md" in await run.lookup("zorbex")
+
+        await run.until(posted, "a new .markdown file")
+        assert await says("The plain quorum.")  # guide.md is still the file read
+        (folder / "guide.md").unlink()  # its other file is the note now
+        await run.until(lambda: says("The jsx quorum, edited."), "the note's other file")
+        (folder / "guide.mdx").unlink()
+        await run.until(lambda: says("status: archived"), "the note's last file gone")
+        assert "total: 2\n" in await run.tools.versions("/notes/guide.md")
+
+
 async def test_a_logseq_graphs_page_backups_are_not_followed(tmp_path: Path):
     graph = tmp_path / "graph"
     (graph / "logseq").mkdir(parents=True)

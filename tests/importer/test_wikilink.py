@@ -81,6 +81,14 @@ def test_of_several_notes_so_named_the_shortest_path_wins_then_path_order():
     assert names.find("d/x", "a/y.md") == "c/d/x.md" and names.find("e/x", "a/y.md") is None
 
 
+def test_a_note_read_from_an_mdx_or_markdown_file_is_named_as_its_document():
+    wiki = WikiLinks(Names.of(["guide/Setup.mdx", "blog/First post.markdown"]), "/kb")
+    body = "See [[setup]], [[First post#Why|why]] and [[guide/Setup.md]].\n"
+    assert wiki.localize(body, "/kb/a.md") == (
+        "See [setup](guide/Setup.md), [why](<blog/First post.md#why>) and [guide/Setup.md](guide/Setup.md).\n"
+    )
+
+
 def test_code_and_html_blocks_stay_as_written_and_the_links_resolve():
     body = (
         "# A\r\n\r\n[[Segment log]] and [[people/ann|Ann]].\r\n\r\n"

@@ -22,7 +22,7 @@ from ..protocol import MAX_PUBLISHER_BYTES, RESERVED_KEYS, Status
 from ..render import format_time
 from ..store.versionfile import sha256_tag
 from .history import GIT_BASE, GitHistory, pending, revision_metadata
-from .note import LinkForm, Note, document_path, is_note, parse_note, read_file
+from .note import LinkForm, Note, document_path, has_note, parse_note, read_file
 from .site import Pages, Site, Sites
 from .wikilink import FolderNames, WikiLinks
 
@@ -65,9 +65,9 @@ class Source:
     @property
     def links(self) -> tuple[LinkForm, ...]:
         """The link forms made links to the folder's notes: its pages, its sites, its wiki links."""
-        forms: list[LinkForm] = [Pages(self.prefix, partial(is_note, self.folder))]
+        forms: list[LinkForm] = [Pages(self.prefix, partial(has_note, self.folder))]
         if self.sites:
-            forms.append(Sites(self.sites, self.prefix, partial(is_note, self.folder)))
+            forms.append(Sites(self.sites, self.prefix, partial(has_note, self.folder)))
         if self.names is not None:
             forms.append(WikiLinks(self.names.current(), self.prefix))
         return tuple(forms)

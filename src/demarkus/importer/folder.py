@@ -19,18 +19,15 @@ from urllib.parse import unquote
 from ..errors import BadRequestError, DemarkusError
 from ..protocol import in_scope, normalize_scope
 from .apply import FileResult, Outcome, Source, Target, archive_document, import_file
-from .note import document_path, is_app_folder, shown
+from .note import document_path, is_app_folder, markdown_suffix, note_files, note_name, shown
 
 __all__ = ["Scan", "Summary", "documents_under", "import_folder", "scan_folder"]
 
 _ENTRY = re.compile(r"- \[.*\]\((.+)\)")
 MAX_FILES = 1_000_000
 """Markdown files one import reads, at most (their names are held in memory)."""
-OTHER_MARKDOWN = (".mdx", ".markdown", ".mdown", ".mkd", ".mkdn")
-"""Names markdown files also go by, which an import does not read (a document is a `.md`
-file): it says how many it left, so a Docusaurus folder's `.mdx` pages are not lost unseen."""
 MAX_NAMED = 5
-"""Such files a summary names; the rest it counts."""
+"""Shadowed files a summary names; the rest it counts."""
 MAX_LISTED = 1_000_000
 """Documents `--archive-missing` looks at under the prefix, at most."""
 
@@ -44,8 +41,9 @@ class Scan:
     """Symlinks that stay inside the folder."""
     escaping: tuple[str, ...]
     """Symlinks that lead out of it."""
-    other: tuple[str, ...] = ()
-    """Markdown files under another name (`OTHER_MARKDOWN`), not read."""
+    shadowed: tuple[str, ...] = ()
+    """Markdown files not read because a file of the same note is (`b.mdx` beside `b.md`:
+    both would be the document `b.md`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,8 +51,8 @@ class Summary:
     """Every file's result, in path order, and the counts the command prints."""
 
     results: tuple[FileResult, ...]
-    other: tuple[str, ...] = ()
-    """Markdown files under another name that were not read (`Scan.other`)."""
+    shadowed: tuple[str, ...] = ()
+    """Markdown files that were not read (`Scan.shadowed`)."""
 
     def count(self, outcome: Outcome) -> int:
         return sum(1 for r in self.results if r.outcome == outcome)
@@ -75,14 +73,13 @@ class Summary:
         """The summary as printed: the counts, then one line per problem."""
         counts = ", ".join(f"{self.count(o)} {o.value}" for o in Outcome)
         out = [f"{counts}; {self.versions} versions added"]
-        if self.other:
-            names = ", ".join(shown(name) for name in self.other[:MAX_NAMED])
-            more = f" and {len(self.other) - MAX_NAMED} more" if len(self.other) > MAX_NAMED else ""
-            kinds = "/".join(sorted({Path(name).suffix.lower() for name in self.other}))
-            files = "file" if len(self.other) == 1 else "files"
+        if self.shadowed:
+            names = ", ".join(shown(name) for name in self.shadowed[:MAX_NAMED])
+            more = f" and {len(self.shadowed) - MAX_NAMED} more" if len(self.shadowed) > MAX_NAMED else ""
+            files = "file" if len(self.shadowed) == 1 else "files"
             out.append(
-                f"not read: {len(self.other)} {kinds} {files} ({names}{more}); a document is a .md file: "
-                "rename one .md to import it"
+                f"not read: {len(self.shadowed)} {files} ({names}{more}) beside a file of the same name "
+                "read as the same document (b.md before b.mdx); rename one to import both"
             )
         for result in self.results:
             name = result.relative and shown(result.relative) or result.path
@@ -93,16 +90,17 @@ class Summary:
 
 
 def scan_folder(folder: Path) -> Scan:
-    """Walk `folder` (never through a symlink) for `*.md` files.
+    """Walk `folder` (never through a symlink) for markdown files (`note.markdown_suffix`):
+    of the files of one note (`b.md`, `b.mdx`) the first `note.note_files` names is read.
 
     Raises:
         BadRequestError: more than `MAX_FILES` of them.
     """
     top = folder.resolve()
-    files: list[str] = []
+    notes: dict[str, list[str]] = {}
     skipped: list[str] = []
     escaping: list[str] = []
-    other: list[str] = []
+    count = 0
     for here, dirs, names in os.walk(folder):
         base = Path(here)
         relative = base.relative_to(folder).as_posix()
@@ -117,20 +115,26 @@ def scan_folder(folder: Path) -> Scan:
             kept.append(name)
         dirs[:] = kept
         for name in names:
-            if not name.endswith(".md"):
-                if name.lower().endswith(OTHER_MARKDOWN) and len(other) < MAX_FILES and not (base / name).is_symlink():
-                    other.append(prefix + name)
+            if markdown_suffix(name) is None:
                 continue
             if (base / name).is_symlink():
                 (skipped if _inside(base / name, top) else escaping).append(prefix + name)
-            else:
-                files.append(prefix + name)
-                if len(files) > MAX_FILES:
-                    raise BadRequestError(
-                        f"{folder} holds more than {MAX_FILES} markdown files; import its folders one at a "
-                        "time, each with its own --prefix"
-                    )
-    return Scan(tuple(sorted(files)), tuple(sorted(skipped)), tuple(sorted(escaping)), tuple(sorted(other)))
+                continue
+            notes.setdefault(note_name(prefix + name), []).append(prefix + name)
+            count += 1
+            if count > MAX_FILES:
+                raise BadRequestError(
+                    f"{folder} holds more than {MAX_FILES} markdown files; import its folders one at a "
+                    "time, each with its own --prefix"
+                )
+    files: list[str] = []
+    shadowed: list[str] = []
+    for name, found in notes.items():
+        order = note_files(name)
+        ranked = sorted(found, key=order.index)
+        files.append(ranked[0])
+        shadowed.extend(ranked[1:])
+    return Scan(tuple(sorted(files)), tuple(sorted(skipped)), tuple(sorted(escaping)), tuple(sorted(shadowed)))
 
 
 async def import_folder(
@@ -166,7 +170,7 @@ async def import_folder(
             gone = []
         for path in gone:
             results.append(await archive_document(target, path))
-    return Summary(tuple(sorted(results, key=lambda r: (not r.relative, r.relative, r.path))), scan.other)
+    return Summary(tuple(sorted(results, key=lambda r: (not r.relative, r.relative, r.path))), scan.shadowed)
 
 
 async def documents_under(target: Target, prefix: str) -> AsyncIterator[str]:

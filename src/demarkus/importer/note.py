@@ -46,7 +46,12 @@ __all__ = [
     "NoteAliases",
     "NoteBlocks",
     "document_path",
+    "has_note",
     "is_note",
+    "markdown_suffix",
+    "note_file",
+    "note_files",
+    "note_name",
     "page_name",
     "parse_note",
     "shown",
@@ -56,6 +61,10 @@ T = TypeVar("T")
 
 MAX_FILE = MAX_BODY + MAX_METADATA
 """Bytes read from one file at most: a body at the limit plus a frontmatter block."""
+OTHER_MARKDOWN = (".mdx", ".markdown", ".mdown", ".mkd", ".mkdn")
+"""The other names a markdown file goes by (Docusaurus' `.mdx`, Jekyll's `.markdown`), in
+the order one is read when several differ only by it. A note read from such a file is
+the document of the same name ending in `.md`, as every document does."""
 
 
 class LinkForm(Protocol):
@@ -95,9 +104,25 @@ def shown(relative: str) -> str:
     return relative.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
+def markdown_suffix(relative: str) -> str | None:
+    """The markdown suffix `relative` ends in: `.md`, or one of `OTHER_MARKDOWN` in lower
+    or upper case (`.MDX`); None for any other file."""
+    if relative.endswith(".md"):
+        return ".md"
+    spellings = (spelled for suffix in OTHER_MARKDOWN for spelled in (suffix, suffix.upper()))
+    return next((spelled for spelled in spellings if relative.endswith(spelled)), None)
+
+
+def note_name(relative: str) -> str:
+    """The note a markdown file at `relative` holds, named as its document is: `b.md` for
+    `b.mdx` or `b.markdown`; any other path as it is."""
+    suffix = markdown_suffix(relative)
+    return relative if suffix in (None, ".md") else relative[: -len(suffix)] + ".md"
+
+
 def document_path(relative: str, prefix: str) -> str:
     """The document path for a file at `relative` (a `/`-separated path inside the
-    folder) under `prefix`.
+    folder) under `prefix`: its `note_name`.
 
     Raises:
         BadRequestError: the name cannot be a document path (not UTF-8, hidden, a
@@ -107,7 +132,7 @@ def document_path(relative: str, prefix: str) -> str:
         relative.encode("utf-8")
     except UnicodeEncodeError:
         raise BadRequestError("the file name is not valid UTF-8; rename the file") from None
-    path = prefix.rstrip("/") + "/" + relative
+    path = prefix.rstrip("/") + "/" + note_name(relative)
     try:
         return "/" + "/".join(check_segments(path))
     except BadRequestError as exc:
@@ -246,7 +271,7 @@ def page_name(path: str) -> str:
     decoded (`New to Logseq%3F.md` is `New to Logseq?`); a Logseq journal
     (`journals/2024_01_15.md`) by the date it is for, as Logseq names it by default
     (`Jan 15th, 2024`, its links `[[Jan 15th, 2024]]`)."""
-    stem = posixpath.basename(path).removesuffix(".md")
+    stem = posixpath.basename(note_name(path)).removesuffix(".md")
     if (day := _journal_day(path, stem)) is not None:
         return f"{_MONTHS[day.month - 1]} {day.day}{_ordinal(day.day)}, {day.year}"
     return unquote(stem.replace("___", "/"))
@@ -311,10 +336,36 @@ def in_app_folder(folder: Path, parts: Sequence[str]) -> bool:
 
 def is_note(folder: Path, relative: str) -> bool:
     """Whether `relative` (`/`-separated) names a file a folder import reads
-    (`folder.scan_folder`): a `.md` regular file reached through no symlink, no hidden
-    folder and no `is_app_folder`."""
+    (`folder.scan_folder`): a markdown file (`markdown_suffix`) reached through no
+    symlink, no hidden folder and no `is_app_folder`, which no file read before it for
+    the same note shadows (`b.md` before `b.mdx`)."""
+    return _readable(folder, relative) and note_file(folder, note_name(relative)) == relative
+
+
+def note_file(folder: Path, name: str) -> str | None:
+    """The file the note `name` (a path ending in `.md`) is read from: `name` itself, or
+    the same path under another markdown name (`OTHER_MARKDOWN`, in its order); None
+    when the folder holds none."""
+    return next((file for file in note_files(name) if _readable(folder, file)), None)
+
+
+def note_files(name: str) -> tuple[str, ...]:
+    """The files the note `name` may be read from, the one read first first: `name`,
+    then `name` under each of `OTHER_MARKDOWN` (lower case, then upper case)."""
+    if not name.endswith(".md"):
+        return ()
+    stem = name[: -len(".md")]
+    return (name, *(stem + spelled for suffix in OTHER_MARKDOWN for spelled in (suffix, suffix.upper())))
+
+
+def has_note(folder: Path, name: str) -> bool:
+    """Whether the folder holds the note `name` (`note_file`)."""
+    return note_file(folder, name) is not None
+
+
+def _readable(folder: Path, relative: str) -> bool:
     parts = relative.split("/")
-    if not relative.endswith(".md") or not all(parts) or any(part.startswith(".") for part in parts[:-1]):
+    if markdown_suffix(relative) is None or not all(parts) or any(part.startswith(".") for part in parts[:-1]):
         return False
     if in_app_folder(folder, parts[:-1]):
         return False

@@ -39,7 +39,7 @@ from urllib.parse import unquote, urlsplit
 
 from ..errors import BadRequestError, DemarkusError
 from ..markdown.rewrite import Spans, destination, in_spans, rewrite_outside_code
-from .note import document_path
+from .note import document_path, markdown_suffix, note_name
 
 __all__ = ["Pages", "Site", "Sites", "parse_site", "rendered_from"]
 
@@ -88,7 +88,10 @@ def parse_site(text: str) -> Site:
 def rendered_from(page: str) -> tuple[str, ...]:
     """The notes (paths relative to the site's folder, best first) a site generator
     renders as the page at `page`: `b.html` and `b` from `b.md`, `b/` from `b/index.md`,
-    `b/README.md` or `b.md` (MkDocs, Hugo, Jekyll, mdBook and Docusaurus name pages so)."""
+    `b/README.md` or `b.md` (MkDocs, Hugo, Jekyll, mdBook and Docusaurus name pages so);
+    `b.md` too from `b.mdx` or `b.markdown`, the note's own file under another name."""
+    if markdown_suffix(page) not in (None, ".md"):
+        return (note_name(page),)
     for ext in (".html", ".htm"):
         if page.endswith(ext):
             stem = page[: -len(ext)]

@@ -23,7 +23,7 @@ from ..errors import DemarkusError
 from ..protocol import Status
 from .apply import FileResult, Outcome, Source, Target, archive_document, import_file
 from .folder import documents_under, scan_folder
-from .note import document_path, in_app_folder
+from .note import document_path, in_app_folder, markdown_suffix, note_file, note_name
 
 __all__ = ["DEBOUNCE_MS", "Batch", "apply_changes", "watched"]
 
@@ -82,10 +82,14 @@ async def apply_changes(source: Source, target: Target, changes: Iterable[tuple[
         if on_disk.is_dir():
             for inner in scan_folder(on_disk).files:
                 results.append(await import_file(source, target, f"{relative}/{inner}"))
-        elif on_disk.is_file():
-            if relative.endswith(".md"):
-                results.append(await import_file(source, target, relative))
-        else:
+        elif markdown_suffix(relative) is not None:
+            # the note's file now: this one, or another of its names (b.md gone, b.mdx left)
+            file = note_file(folder, note_name(relative))
+            if file is not None:
+                results.append(await import_file(source, target, file))
+            elif not on_disk.exists():
+                results.extend(await _archive_gone(source, target, relative))
+        elif not on_disk.exists():
             results.extend(await _archive_gone(source, target, relative))
     return Batch(tuple(results))
 
@@ -94,7 +98,7 @@ async def _archive_gone(source: Source, target: Target, relative: str) -> list[F
     """Archive the document of a file that is gone, or every document under a folder
     that is gone; a path the store holds no current document for is nothing to do."""
     try:
-        if relative.endswith(".md"):
+        if markdown_suffix(relative) is not None:
             gone = [document_path(relative, source.prefix)]
         else:
             gone = [path async for path in documents_under(target, _folder_path(relative, source.prefix))]

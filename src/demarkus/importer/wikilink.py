@@ -47,7 +47,7 @@ from ..errors import DemarkusError
 from ..markdown.rewrite import Spans, destination, in_spans, rewrite_outside_code
 from ..markdown.sections import slugify
 from .blockref import UUID, Block
-from .note import document_path, page_name
+from .note import document_path, note_name, page_name
 
 __all__ = ["FolderNames", "Names", "WikiLinks"]
 
@@ -79,8 +79,8 @@ across the `](` that closes it."""
 
 @dataclass(frozen=True, slots=True)
 class Names:
-    """The folder's notes (relative `/`-separated paths ending in `.md`) by every name a
-    wiki link may give them: the end of their path without `.md`, lower-cased, from the
+    """The folder's notes (their files: relative `/`-separated paths, `b.md` or `b.mdx`) by
+    every name a wiki link may give them: the end of their path without `.md`, lower-cased, from the
     file name alone to the whole path (and its page name, `note.page_name`: `a/b` for
     Logseq's `a___b.md`), and (when no file is so named) an alias its frontmatter gives
     it; each name's notes best first."""
@@ -106,7 +106,7 @@ class Names:
         for file in sorted(files, key=lambda file: (file.count("/"), file)):  # shortest path first
             for block_id in (blocks or {}).get(file, {}):
                 owners.setdefault(block_id, file)
-            parts = file[: -len(".md")].lower().split("/")
+            parts = note_name(file)[: -len(".md")].lower().split("/")
             for start in range(len(parts)):
                 named.setdefault("/".join(parts[start:]), []).append(file)
             page = page_name(file).lower()  # Logseq's file for the page `a/b`: `a___b.md`
