@@ -170,18 +170,29 @@ def test_a_site_of_a_folder_inside_names_the_notes_there():
     [
         ("b.html", ("b.md",)),
         ("guide/b.htm", ("guide/b.md",)),
-        ("guide/index.html", ("guide/index.md", "guide/README.md")),
-        ("index.html", ("index.md", "README.md")),
-        ("guide/", ("guide/index.md", "guide/README.md", "guide.md")),
-        ("", ("index.md", "README.md")),
-        ("guide/b", ("guide/b.md", "guide/b/index.md", "guide/b/README.md")),
+        ("guide/index.html", ("guide/index.md", "guide/_index.md", "guide/README.md")),
+        ("index.html", ("index.md", "_index.md", "README.md")),
+        ("guide/", ("guide/index.md", "guide/_index.md", "guide/README.md", "guide.md")),
+        ("", ("index.md", "_index.md", "README.md")),
+        ("guide/b", ("guide/b.md", "guide/b/index.md", "guide/b/_index.md", "guide/b/README.md")),
+        ("guide/b.mdx", ("guide/b.md",)),
+        ("guide/b.MARKDOWN", ("guide/b.md",)),
     ],
 )
 def test_a_rendered_page_comes_from_the_notes_site_generators_render_it_from(page: str, notes: tuple[str, ...]):
     assert rendered_from(page) == notes
 
 
-NOTES = frozenset({"design/b.md", "design/guide/README.md", "design/guide.md", "index.md", "design/tools/index.md"})
+NOTES = frozenset(
+    {
+        "design/b.md",
+        "design/guide/README.md",
+        "design/guide.md",
+        "index.md",
+        "design/tools/index.md",
+        "design/how/_index.md",
+    }
+)
 RENDERED = Sites((Site("https://docs.example.org/"), Site(SITE)), "/kb", NOTES.__contains__)
 
 
@@ -194,6 +205,7 @@ RENDERED = Sites((Site("https://docs.example.org/"), Site(SITE)), "/kb", NOTES._
         ("https://docs.example.org/design/guide/", "guide/README.md"),
         ("https://docs.example.org/design/guide", "guide.md"),
         ("https://docs.example.org/design/tools/", "tools/index.md"),
+        ("https://docs.example.org/design/how/", "how/_index.md"),  # a Hugo section's page
         ("https://docs.example.org/", "../index.md"),
         ("https://docs.example.org/design/c.html", None),  # no such note: any other page
         ("https://docs.example.org/design/b.png", None),

@@ -88,19 +88,24 @@ def parse_site(text: str) -> Site:
 def rendered_from(page: str) -> tuple[str, ...]:
     """The notes (paths relative to the site's folder, best first) a site generator
     renders as the page at `page`: `b.html` and `b` from `b.md`, `b/` from `b/index.md`,
-    `b/README.md` or `b.md` (MkDocs, Hugo, Jekyll, mdBook and Docusaurus name pages so);
-    `b.md` too from `b.mdx` or `b.markdown`, the note's own file under another name."""
+    `b/_index.md` (a Hugo section's page), `b/README.md` or `b.md` (MkDocs, Hugo, Jekyll,
+    mdBook and Docusaurus name pages so); `b.md` too from `b.mdx` or `b.markdown`, the
+    note's own file under another name."""
     if markdown_suffix(page) not in (None, ".md"):
         return (note_name(page),)
     for ext in (".html", ".htm"):
         if page.endswith(ext):
             stem = page[: -len(ext)]
             folder, _, name = stem.rpartition("/")
-            index = (f"{folder}/README.md" if folder else "README.md",) if name == "index" else ()
-            return (f"{stem}.md", *index)
+            return (f"{stem}.md", *(_indexes(f"{folder}/" if folder else "")[1:] if name == "index" else ()))
     if not page or page.endswith("/"):
-        return (f"{page}index.md", f"{page}README.md", *((f"{page[:-1]}.md",) if page else ()))
-    return (f"{page}.md", f"{page}/index.md", f"{page}/README.md")
+        return (*_indexes(page), *((f"{page[:-1]}.md",) if page else ()))
+    return (f"{page}.md", *_indexes(f"{page}/"))
+
+
+def _indexes(folder: str) -> tuple[str, str, str]:
+    """The notes a generator renders as the page of `folder` (empty, or ending in `/`)."""
+    return (f"{folder}index.md", f"{folder}_index.md", f"{folder}README.md")
 
 
 @dataclass(frozen=True, slots=True)
