@@ -288,13 +288,19 @@ def test_a_notes_frontmatter_keys_an_editor_spells_its_own_way_are_kept_and_the_
     vault = tmp_path / "vault"
     vault.mkdir()
     (vault / "Plan.md").write_text(
-        "---\ncreated_at: 2024-01-02\nmodified: 2024-02-03\nstatus: superseded\n---\n# Plan\n\nShip it.\n"
+        "---\ncreated_at: 2024-01-02\nmodified: 2024-02-03\nstatus: superseded\nauthors: [{name: Ann}]\n"
+        "作者: Ann\n---\n# Plan\n\nShip it.\n"
     )
     root = tmp_path / "store"
     summary = run(vault, root)
     assert summary.count(Outcome.CREATED) == 1 and not summary.refused
     [warning] = [line for line in summary.lines() if not line[0].isdigit()]
-    assert warning.startswith("warning Plan.md: 1 frontmatter key left out (modified): ")
+    assert warning == (  # each key with its cause, and what keeps it
+        "warning Plan.md: 3 frontmatter keys left out: authors (a mapping or a list of lists, where metadata is "
+        "text or a list of text: flatten it to keep it); 作者 (no metadata key spells it: a key keeps its ASCII "
+        "letters and digits; rename it to keep it); modified (a key the note or the server already has: rename "
+        "it to keep it)"
+    )
     [page] = asyncio.run(tool_texts(root, [("mark_lookup", {"query": "plan", "filter": "created-at=2024-01-02"})]))
     assert "| /kb/Plan.md" in page and "status:superseded" in page
 

@@ -146,10 +146,11 @@ def test_keys_an_editor_spells_its_own_way_are_metadata_keys_and_the_rest_left_o
         "description": "two lines",
         "tags": "status:draft,status:review",
     }
-    assert parsed.keys_left_out == ("modified", "作者")
-    assert parse_note(b"---\ntitle: A\nTitle: B\n---\nx\n", "/a.md").keys_left_out == ("Title",)
+    assert parsed.keys_unspelled == ("作者",) and parsed.keys_taken == ("modified",)
+    assert parsed.keys_left_out == ("作者", "modified")
+    assert parse_note(b"---\ntitle: A\nTitle: B\n---\nx\n", "/a.md").keys_taken == ("Title",)
     nested = parse_note(b"---\nowner: {team: ops}\ntags: [[a]]\nauthors:\n  - name: A\nyear: 2020\n---\nx\n", "/a.md")
-    assert dict(nested.metadata) == {"year": "2020"} and nested.keys_left_out == ("authors", "owner", "tags")
+    assert dict(nested.metadata) == {"year": "2020"} and nested.keys_nested == ("authors", "owner", "tags")
 
 
 def test_frontmatter_over_the_metadata_limits_gives_up_its_longest_values_not_the_note():

@@ -231,17 +231,23 @@ def _versions(
 
 
 def _left_out(note: Note) -> list[str]:
-    """The warnings for what of a note its metadata does not hold: frontmatter keys no
-    metadata key spells, and tags its text writes that there was no room for."""
+    """The warnings for what of a note its metadata does not hold: the frontmatter keys
+    left out, by cause, each with what would keep it; and tags its text writes that there
+    was no room for."""
     problems = []
-    if note.keys_left_out:
-        problems.append(
-            f"{_count(note.keys_left_out, 'frontmatter key')} left out ({_named(note.keys_left_out, '')}): they hold "
-            "a mapping or a list of lists (metadata is text or a list of text), no metadata key spells them "
-            "(a key keeps its ASCII letters and digits: `Due Date` is `due-date`), the note or the server "
-            "already has them (version, modified, ...), or a document's metadata (at most "
-            f"{MAX_PUBLISHER_BYTES} bytes) had no room for them; flatten, rename or shorten them to keep them"
-        )
+    causes = (
+        (note.keys_nested, "a mapping or a list of lists, where metadata is text or a list of text: flatten"),
+        (note.keys_unspelled, "no metadata key spells it: a key keeps its ASCII letters and digits; rename"),
+        (note.keys_taken, "a key the note or the server already has: rename"),
+        (note.keys_crowded, f"no room, metadata holds at most {MAX_PUBLISHER_BYTES} bytes: shorten"),
+    )
+    named = [
+        f"{_named(keys, '')} ({cause} {'it' if len(keys) == 1 else 'them'} to keep {'it' if len(keys) == 1 else 'them'})"
+        for keys, cause in causes
+        if keys
+    ]
+    if named:
+        problems.append(f"{_count(note.keys_left_out, 'frontmatter key')} left out: {'; '.join(named)}")
     if note.tags_left_out:
         problems.append(
             f"{len(note.tags_left_out)} tags its text writes left out ({_named(note.tags_left_out, '#')}): a "

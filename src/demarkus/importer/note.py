@@ -94,9 +94,20 @@ class Note:
     metadata: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     tags_left_out: tuple[str, ...] = ()
     """Tags its text writes (`#tag`) that the metadata limit left no room for."""
-    keys_left_out: tuple[str, ...] = ()
-    """Frontmatter keys left out: holding a mapping, spelled by no metadata key (`作者`) or
-    like one the note or the server already has (`modified`), or past the metadata limits."""
+    keys_nested: tuple[str, ...] = ()
+    """Frontmatter keys left out for holding a mapping or a list of lists."""
+    keys_unspelled: tuple[str, ...] = ()
+    """Frontmatter keys left out for being spelled by no metadata key (`作者`)."""
+    keys_taken: tuple[str, ...] = ()
+    """Frontmatter keys left out for being spelled like a key the note or the server
+    already has (`Title` beside `title`, `modified`)."""
+    keys_crowded: tuple[str, ...] = ()
+    """Frontmatter keys left out for the metadata limits (the longest values first)."""
+
+    @property
+    def keys_left_out(self) -> tuple[str, ...]:
+        """Every frontmatter key left out."""
+        return self.keys_nested + self.keys_unspelled + self.keys_taken + self.keys_crowded
 
 
 def shown(relative: str) -> str:
@@ -198,11 +209,9 @@ def parse_note(
             metadata["title"] = heading
         elif vault and (name := page_name(path)).isprintable():  # those editors show it by its file's name
             metadata["title"] = name
-    metadata, keys_left_out, statuses = _spelled(metadata)
-    keys_left_out = nested + keys_left_out
+    metadata, unspelled, taken, statuses = _spelled(metadata)
     metadata.update(extra or {})
     metadata, crowded = _within_limits(metadata, kept=set(extra or {}))
-    keys_left_out += crowded
     try:
         checked = validate_publisher_metadata(metadata)
     except BadRequestError as exc:
@@ -213,7 +222,10 @@ def parse_note(
         body=body,
         metadata=MappingProxyType(checked),
         tags_left_out=left_out,
-        keys_left_out=keys_left_out,
+        keys_nested=tuple(nested),
+        keys_unspelled=unspelled,
+        keys_taken=taken,
+        keys_crowded=crowded,
     )
 
 
@@ -242,27 +254,32 @@ def _within_limits(metadata: dict[str, str], kept: AbstractSet[str]) -> tuple[di
     return out, tuple(left_out)
 
 
-def _spelled(metadata: Mapping[str, str]) -> tuple[dict[str, str], tuple[str, ...], list[str]]:
-    """The frontmatter's keys as metadata spells them, those left out, and its status as
-    tags. An editor's own spelling names the same key (`created_at`, `Due Date`:
+def _spelled(
+    metadata: Mapping[str, str],
+) -> tuple[dict[str, str], tuple[str, ...], tuple[str, ...], list[str]]:
+    """The frontmatter's keys as metadata spells them, those left out (spelled as no key;
+    spelled as a key the note or the server has), and its status as tags. An editor's own spelling names the same key (`created_at`, `Due Date`:
     `created-at`, `due-date`), and a value written over several lines is one line (as
     YAML folds it). A `status` (a key the server sets) becomes a tag, `status:draft`, as
     the catalog's filters and the stale marker read a status; a key nothing is left of,
     or spelled like another key of the note or one the server sets (`modified`, which
     editors write too), is left out, not the whole note."""
     out: dict[str, str] = {}
-    left_out: list[str] = []
+    unspelled: list[str] = []
+    taken: list[str] = []
     statuses: list[str] = []
     for key, value in metadata.items():
         spelled = key if well_formed_key(key) else _UNSPELLED.sub("-", key.lower()).strip("-")
         value = " ".join(value.split()) if "\n" in value or "\r" in value else value
         if spelled == "status":
             statuses += [f"status:{piece.strip()}" for piece in value.split(",") if piece.strip()]
-        elif not spelled or spelled in RESERVED_KEYS or spelled in out or spelled != key and spelled in metadata:
-            left_out.append(key)
+        elif not spelled:
+            unspelled.append(key)
+        elif spelled in RESERVED_KEYS or spelled in out or spelled != key and spelled in metadata:
+            taken.append(key)
         else:
             out[spelled] = value
-    return out, tuple(left_out), statuses
+    return out, tuple(unspelled), tuple(taken), statuses
 
 
 def page_name(path: str) -> str:
