@@ -16,7 +16,7 @@ from demarkus.graph.store import default_graph_path
 from demarkus.importer import Outcome, Summary
 from demarkus.importer.command import run_import
 from demarkus.importer.folder import scan_folder
-from demarkus.importer.note import is_note, note_file
+from demarkus.importer.note import note_file
 from demarkus.importer.site import parse_site
 from demarkus.mcp.server import LocalResolver, build_server
 from demarkus.mcp.tools import Tools
@@ -345,8 +345,8 @@ def test_a_path_is_a_note_exactly_when_the_folder_import_reads_it(folder: Path):
     ]
     assert "linked/0001-log.md" in entries and ".obsidian/cache.md" in entries and "adr/sub" in entries
     read = set(scan_folder(folder).files)
-    assert {entry for entry in entries if is_note(folder, entry)} == read
-    assert not is_note(folder, "missing.md") and not is_note(folder, "adr//0001-log.md")
+    assert {entry for entry in entries if note_file(folder, entry) == entry} == read
+    assert note_file(folder, "missing.md") is None and note_file(folder, "adr//0001-log.md") is None
 
 
 def test_markdown_files_under_another_name_are_notes_and_links_to_them_name_their_documents(tmp_path: Path):
@@ -379,7 +379,7 @@ def test_markdown_files_under_another_name_are_notes_and_links_to_them_name_thei
     assert "[setup](setup.md) and [the post](../blog/post.md#why)" in intro
     assert stored_body(tmp_path / "store", "/kb/docs/setup.md").startswith("import Tabs from")
     assert set(scan_folder(top).files) == {"blog/post.markdown", "docs/faq.MDX", "docs/intro.md", "docs/setup.mdx"}
-    assert is_note(top, "docs/setup.mdx") and not is_note(top, "docs/intro.mdx")
+    assert note_file(top, "docs/setup.md") == "docs/setup.mdx" and note_file(top, "docs/intro.md") == "docs/intro.md"
     assert note_file(top, "docs/faq.md") == "docs/faq.MDX" and note_file(top, "docs/none.md") is None
 
 
@@ -398,11 +398,11 @@ def test_a_logseq_graphs_own_folder_of_settings_and_page_backups_is_not_read(tmp
     )
     (graph / "logseq" / "config.edn").write_text("{:meta/version 1}\n")
     assert scan_folder(graph).files == ("journals/2024_01_15.md", "pages/Tasks.md", "pages/logseq/note.md")
-    assert not is_note(graph, "logseq/bak/pages/Tasks/2024-01-15T10_00.Desktop.md")
-    assert is_note(graph, "pages/logseq/note.md")
+    assert note_file(graph, "logseq/bak/pages/Tasks/2024-01-15T10_00.Desktop.md") is None
+    assert note_file(graph, "pages/logseq/note.md") == "pages/logseq/note.md"
     # a graph inside the folder imported: its own folder is skipped as well
     assert scan_folder(tmp_path).files == tuple(f"graph/{f}" for f in scan_folder(graph).files)
-    assert not is_note(tmp_path, "graph/logseq/bak/pages/Tasks/2024-01-15T10_00.Desktop.md")
+    assert note_file(tmp_path, "graph/logseq/bak/pages/Tasks/2024-01-15T10_00.Desktop.md") is None
 
 
 def test_a_second_run_changes_nothing_and_an_edit_makes_exactly_one_version(folder: Path, tmp_path: Path):

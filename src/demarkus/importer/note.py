@@ -47,7 +47,6 @@ __all__ = [
     "NoteBlocks",
     "document_path",
     "has_note",
-    "is_note",
     "markdown_suffix",
     "note_file",
     "note_files",
@@ -351,19 +350,16 @@ def in_app_folder(folder: Path, parts: Sequence[str]) -> bool:
     return any(part == "logseq" and is_app_folder(folder.joinpath(*parts[: i + 1])) for i, part in enumerate(parts))
 
 
-def is_note(folder: Path, relative: str) -> bool:
-    """Whether `relative` (`/`-separated) names a file a folder import reads
-    (`folder.scan_folder`): a markdown file (`markdown_suffix`) reached through no
-    symlink, no hidden folder and no `is_app_folder`, which no file read before it for
-    the same note shadows (`b.md` before `b.mdx`)."""
-    return _readable(folder, relative) and note_file(folder, note_name(relative)) == relative
-
-
 def note_file(folder: Path, name: str) -> str | None:
     """The file the note `name` (a path ending in `.md`) is read from: `name` itself, or
     the same path under another markdown name (`OTHER_MARKDOWN`, in its order); None
     when the folder holds none."""
-    return next((file for file in note_files(name) if _readable(folder, file)), None)
+    files = note_files(name)
+    parts = name.split("/")
+    if not files or not _readable_folder(folder, parts[:-1]):
+        return None
+    here = folder.joinpath(*parts[:-1])
+    return next((file for file in files if _regular(here / posixpath.basename(file))), None)
 
 
 def note_files(name: str) -> tuple[str, ...]:
@@ -381,10 +377,19 @@ def has_note(folder: Path, name: str) -> bool:
 
 
 def _readable(folder: Path, relative: str) -> bool:
+    """Whether `relative` is a markdown file in a `_readable_folder`, no symlink."""
     parts = relative.split("/")
-    if markdown_suffix(relative) is None or not all(parts) or any(part.startswith(".") for part in parts[:-1]):
-        return False
-    if in_app_folder(folder, parts[:-1]):
+    return (
+        markdown_suffix(relative) is not None
+        and _readable_folder(folder, parts[:-1])
+        and _regular(folder.joinpath(*parts))
+    )
+
+
+def _readable_folder(folder: Path, parts: Sequence[str]) -> bool:
+    """Whether the folder `parts` names inside `folder` is one an import enters: reached
+    through no symlink, not hidden and no `is_app_folder`."""
+    if not all(parts) or any(part.startswith(".") for part in parts) or in_app_folder(folder, parts):
         return False
     here = folder
     for part in parts:
@@ -393,9 +398,17 @@ def _readable(folder: Path, relative: str) -> bool:
             mode = os.lstat(here).st_mode
         except OSError:
             return False
-        if stat.S_ISLNK(mode):
+        if not stat.S_ISDIR(mode):
             return False
-    return stat.S_ISREG(mode)
+    return True
+
+
+def _regular(path: Path) -> bool:
+    """Whether `path` is a regular file (not through a symlink at its end)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 class PerNote(Generic[T]):
