@@ -250,6 +250,21 @@ def test_links_to_the_pages_a_site_renders_from_its_notes_are_edges_to_the_notes
     assert "(/guide.md)" in backlinks
 
 
+def test_under_a_prefix_the_sites_paths_from_its_root_name_notes_when_the_site_is_given(folder: Path, tmp_path: Path):
+    (folder / "guide.md").write_text(
+        "---\nsuperseded-by: /adr/0002-replicated\n---\n# Guide\n\nSee [the log](/adr/0001-log#decision) "
+        "and [elsewhere](/elsewhere/page).\n"
+    )
+    root = tmp_path / "store"
+    run(folder, root)  # under /kb: a path from the root is a document path, outside the prefix
+    assert "[the log](/adr/0001-log#decision)" in stored_body(root, "/kb/guide.md")
+    run(folder, root, sites=(parse_site("https://notes.example.org/"),))  # the site's root is the folder's
+    text = stored_body(root, "/kb/guide.md")
+    assert "[the log](adr/0001-log.md#decision) and [elsewhere](/elsewhere/page)" in text
+    (backlinks,) = asyncio.run(tool_texts(root, [("mark_backlinks", {"url": "/kb/adr/0002-replicated.md"})]))
+    assert "superseded-by" in backlinks and "(/kb/guide.md)" in backlinks
+
+
 def test_a_vault_joined_by_wiki_links_gets_its_edges_and_the_hop_follows_its_typed_links(tmp_path: Path):
     vault = tmp_path / "vault"
     (vault / "design").mkdir(parents=True)

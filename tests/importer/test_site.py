@@ -175,6 +175,7 @@ def test_a_site_of_a_folder_inside_names_the_notes_there():
         ("guide/", ("guide/index.md", "guide/_index.md", "guide/README.md", "guide.md")),
         ("", ("index.md", "_index.md", "README.md")),
         ("guide/b", ("guide/b.md", "guide/b/index.md", "guide/b/_index.md", "guide/b/README.md")),
+        ("guide/b.md", ("guide/b.md",)),
         ("guide/b.mdx", ("guide/b.md",)),
         ("guide/b.MARKDOWN", ("guide/b.md",)),
     ],
@@ -213,6 +214,14 @@ RENDERED = Sites((Site("https://docs.example.org/"), Site(SITE)), "/kb", NOTES._
         ("https://docs.example.org//design/b", None),
         (f"{SITE}design/b", "b.md"),  # a repository's file view names the note by its file
         (f"{SITE}design/zzz.md", "zzz.md"),  # a .md address is matched by its name alone
+        # a path from the root, read against the site's host, when the folder holds the note
+        ("/design/b#goals", "b.md#goals"),
+        ("/design/guide/", "guide/README.md"),
+        ("/design/b.md", "b.md"),
+        ("/design/zzz.md", None),  # may be a document path: left to be read as one
+        ("/org/repo/blob/main/design/b.md", "b.md"),  # the file, from GitHub's root
+        ("/org/other/blob/main/design/b.md", None),  # GitHub's host holds more than the site
+        ("//docs.example.org/design/b", None),
     ],
 )
 def test_a_page_rendered_from_a_note_of_the_folder_names_the_note(written: str, expected: str | None):

@@ -65,9 +65,10 @@ class Source:
     @property
     def links(self) -> tuple[LinkForm, ...]:
         """The link forms made links to the folder's notes: its pages, its sites, its wiki links."""
-        forms: list[LinkForm] = [Pages(self.prefix, partial(has_note, self.folder))]
-        if self.sites:
+        forms: list[LinkForm] = []
+        if self.sites:  # a path from the root is first the site's (`Sites`), then a document path
             forms.append(Sites(self.sites, self.prefix, partial(has_note, self.folder)))
+        forms.append(Pages(self.prefix, partial(has_note, self.folder)))
         if self.names is not None:
             forms.append(WikiLinks(self.names.current(), self.prefix))
         return tuple(forms)

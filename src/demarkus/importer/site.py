@@ -89,9 +89,9 @@ def rendered_from(page: str) -> tuple[str, ...]:
     """The notes (paths relative to the site's folder, best first) a site generator
     renders as the page at `page`: `b.html` and `b` from `b.md`, `b/` from `b/index.md`,
     `b/_index.md` (a Hugo section's page), `b/README.md` or `b.md` (MkDocs, Hugo, Jekyll,
-    mdBook and Docusaurus name pages so); `b.md` too from `b.mdx` or `b.markdown`, the
-    note's own file under another name."""
-    if markdown_suffix(page) not in (None, ".md"):
+    mdBook and Docusaurus name pages so); `b.md` too from `b.md`, `b.mdx` or
+    `b.markdown`, the note's own file."""
+    if markdown_suffix(page) is not None:
         return (note_name(page),)
     for ext in (".html", ".htm"):
         if page.endswith(ext):
@@ -137,15 +137,22 @@ class Sites:
         return _relative(self._target(reference), path)
 
     def _target(self, reference: str) -> tuple[str, str] | None:
-        """(document path, fragment) of the note `reference` names under one of the sites."""
+        """(document path, fragment) of the note `reference` names under one of the
+        sites: a web address, or a path from a site's root (`/guide/b`), which a page of
+        the site reads against the site's own scheme and host. Such a path may as well
+        be a document path, so it names a note only when the folder holds it."""
+        rooted = reference.startswith("/") and not reference.startswith("//")
+        if rooted and self.is_note is None:
+            return None
         for site in self.sites:
-            if not reference.startswith(site.url):
+            address = _origin(site.url) + reference if rooted else reference
+            if not address.startswith(site.url):
                 continue
-            written, _, fragment = reference[len(site.url) :].partition("#")
+            written, _, fragment = address[len(site.url) :].partition("#")
             page = unquote(written)
             if "?" in page or page.startswith("/") or ".." in page.split("/"):
                 continue
-            if page.endswith(".md"):
+            if page.endswith(".md") and not rooted:
                 file: str | None = site.folder + page
             elif self.is_note is not None:
                 notes = (site.folder + note for note in rendered_from(page))
@@ -167,7 +174,7 @@ class Sites:
             return body
         return rewrite_outside_code(
             body,
-            lambda text: any(site.url in text for site in self.sites),
+            lambda text: any(site.url in text for site in self.sites) or _ROOTED_LINK.search(text) is not None,
             lambda line, spans: self._line(line, spans, path),
         )
 
@@ -256,6 +263,17 @@ _PAGE_LINK = re.compile(
 )
 """An inline link's or a definition's destination that may be a page's: no scheme, no
 `.md` file, no query (a cheap test)."""
+
+
+_ROOTED_LINK = re.compile(r"(?:\]\(\s*<?|^ {0,3}\[(?!\^)[^\]]+\]:[ \t]*<?)/(?!/)", re.MULTILINE)
+"""An inline link's or a definition's destination that is a path from the root (a cheap test)."""
+
+
+def _origin(url: str) -> str:
+    """The scheme and host of `url` (`https://docs.example.org`), against which a page
+    reads a path from the root."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 def _relative(found: tuple[str, str] | None, path: str) -> tuple[str, str] | None:
