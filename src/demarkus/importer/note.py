@@ -257,9 +257,9 @@ def _spelled(
     metadata: Mapping[str, str],
 ) -> tuple[dict[str, str], tuple[str, ...], tuple[str, ...], list[str]]:
     """The frontmatter's keys as metadata spells them, those left out (spelled as no key;
-    spelled as a key the note or the server has), and its status as tags. An editor's own spelling names the same key (`created_at`, `Due Date`:
-    `created-at`, `due-date`), and a value written over several lines is one line (as
-    YAML folds it). A `status` (a key the server sets) becomes a tag, `status:draft`, as
+    spelled as a key the note or the server has), and its status as tags. An editor's own
+    spelling names the same key (`created_at`, `Due Date`: `created-at`, `due-date`), and
+    a value written over several lines is one line (as YAML folds it). A `status` (a key the server sets) becomes a tag, `status:draft`, as
     the catalog's filters and the stale marker read a status; a key nothing is left of,
     or spelled like another key of the note or one the server sets (`modified`, which
     editors write too), is left out, not the whole note."""
@@ -374,16 +374,6 @@ def note_files(name: str) -> tuple[str, ...]:
 def has_note(folder: Path, name: str) -> bool:
     """Whether the folder holds the note `name` (`note_file`)."""
     return note_file(folder, name) is not None
-
-
-def _readable(folder: Path, relative: str) -> bool:
-    """Whether `relative` is a markdown file in a `_readable_folder`, no symlink."""
-    parts = relative.split("/")
-    return (
-        markdown_suffix(relative) is not None
-        and _readable_folder(folder, parts[:-1])
-        and _regular(folder.joinpath(*parts))
-    )
 
 
 def _readable_folder(folder: Path, parts: Sequence[str]) -> bool:
