@@ -80,10 +80,10 @@ across the `](` that closes it."""
 @dataclass(frozen=True, slots=True)
 class Names:
     """The folder's notes (their files: relative `/`-separated paths, `b.md` or `b.mdx`) by
-    every name a wiki link may give them: the end of their path without `.md`, lower-cased, from the
-    file name alone to the whole path (and its page name, `note.page_name`: `a/b` for
-    Logseq's `a___b.md`), and (when no file is so named) an alias its frontmatter gives
-    it; each name's notes best first."""
+    every name a wiki link may give them: the end of their path without `.md`,
+    lower-cased, from the file name alone to the whole path (and its page name,
+    `note.page_name`: `a/b` for Logseq's `a___b.md`), and (when no file is so named) an
+    alias its frontmatter gives it; each name's notes best first."""
 
     notes: Mapping[str, tuple[str, ...]]
     aliased: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
