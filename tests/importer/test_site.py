@@ -291,3 +291,31 @@ def test_a_page_link_in_code_stays_and_a_definition_and_a_relation_name_the_note
     note = parse_note(raw, "/kb/guide/a.md", links=(PAGES,))
     assert note.metadata["rel-superseded-by"] == "/kb/guide/b.md"
     assert note.body == b"# A\n\n`[b](./b)`\n\n    [b](./b)\n\n[b]: b.md\n[^b]: b as a footnote\n"
+
+
+@pytest.mark.parametrize(
+    "written, expected",
+    [
+        ('{{< ref "b" >}}', "b.md"),  # from the note's own folder, without `.md`
+        ('{{< relref "b.md#goals" >}}', "b.md#goals"),
+        ('{{% ref "/api/core.md" %}}', "../api/core.md"),  # from the content folder
+        ('{{< ref "api/core" >}}', "../api/core.md"),  # not beside the note: from the content folder
+        ('{{< ref "tools/" >}}', "tools/index.md"),
+        ('{{<ref "my note.md">}}', "<../my note.md>"),
+        # no note of the folder, or not a shortcode of a path: as written
+        ('{{< ref "c" >}}', None),
+        ('{{< ref "../../outside.md" >}}', None),
+        ('{{< ref path="b" >}}', None),
+        ('{{< ref "b" %}}', None),
+    ],
+)
+def test_a_hugo_ref_to_a_note_becomes_a_link_to_the_note(written: str, expected: str | None):
+    out = PAGES.localize(f'See [x]({written} "the title") and `[y]({written})`.', "/kb/guide/a.md")
+    assert out == f'See [x]({expected or written} "the title") and `[y]({written})`.'
+
+
+def test_a_hugo_ref_after_a_page_link_on_its_line_keeps_out_of_code():
+    line = '[a](/kb/guide/tools/index.html) `[y]({{< ref "b" >}}) in code` [c]({{< ref "b" >}})'
+    assert PAGES.localize(line, "/kb/guide/a.md") == (  # the first link shrinks: the spans are found again
+        '[a](tools/index.md) `[y]({{< ref "b" >}}) in code` [c](b.md)'
+    )

@@ -38,7 +38,7 @@ from typing import NamedTuple
 from urllib.parse import unquote, urlsplit
 
 from ..errors import BadRequestError, DemarkusError
-from ..markdown.rewrite import Spans, destination, in_spans, rewrite_outside_code
+from ..markdown.rewrite import Spans, code_spans, destination, in_spans, rewrite_outside_code
 from .note import document_path, markdown_suffix, note_name
 
 __all__ = ["Pages", "Site", "Sites", "parse_site", "rendered_from"]
@@ -222,15 +222,55 @@ class Pages:
         return {}
 
     def localize(self, body: str, path: str) -> str:
-        """`body` (of the document at `path`) with every link to a note's page made a link
-        to the note; unchanged when there is none."""
+        """`body` (of the document at `path`) with every link to a note's page, and every
+        Hugo `ref` to a note, made a link to the note; unchanged when there is none."""
 
         def relative(reference: str) -> tuple[str, str] | None:
             return _relative(self.document(reference, path), path)
 
+        def line(text: str, spans: Spans) -> str:
+            swapped = _swap(text, spans, relative)
+            return self._refs(swapped, spans if swapped == text else code_spans(swapped), path)
+
         return rewrite_outside_code(
-            body, lambda text: _PAGE_LINK.search(text) is not None, lambda line, spans: _swap(line, spans, relative)
+            body, lambda text: _PAGE_LINK.search(text) is not None or _REF.search(text) is not None, line
         )
+
+    def _refs(self, line: str, spans: Spans, path: str) -> str:
+        """`line` with each link destination outside its code spans that is a Hugo `ref`
+        or `relref` shortcode naming a note (`[b]({{< ref "guide/b.md#x" >}})`) written as
+        that note's path."""
+
+        def swap(match: re.Match[str]) -> str:
+            if in_spans(match.start(), spans):
+                return match.group(0)
+            local = _relative(self._ref(match.group(2) or match.group(3), path), path)
+            written = None if local is None else destination(*local)
+            return match.group(0) if written is None else match.group(1) + written
+
+        return _REF.sub(swap, line)
+
+    def _ref(self, written: str, path: str) -> tuple[str, str] | None:
+        """(document path, fragment) of the note a Hugo `ref` names from the note at
+        `path`: a path from the content folder (the folder imported) when it starts with
+        `/`, else from the note's own folder and then from the content folder, with or
+        without `.md`, as Hugo looks it up."""
+        target, _, fragment = written.partition("#")
+        top = self.prefix.rstrip("/") + "/"
+        note = path[len(top) :] if path.startswith(top) else path.lstrip("/")
+        for base in ("",) if target.startswith("/") else (posixpath.dirname(note), ""):
+            joined = posixpath.join(base, target.lstrip("/"))
+            norm = posixpath.normpath(joined) if joined else "."
+            if norm == ".." or norm.startswith(("../", "/")):
+                continue
+            page = "" if norm == "." else norm + ("/" if joined.endswith("/") else "")
+            file = next((name for name in rendered_from(page) if self.is_note(name)), None)
+            if file is not None:
+                try:
+                    return document_path(file, self.prefix), fragment
+                except DemarkusError:
+                    return None
+        return None
 
     def _page(self, reference: str, path: str) -> tuple[str, str] | None:
         """(page inside the folder, fragment) that `reference` names from the note at
@@ -265,6 +305,9 @@ _PAGE_LINK = re.compile(
 `.md` file, no query (a cheap test)."""
 
 
+_REF = re.compile(r'(\]\(\s*)(?:\{\{<\s*(?:rel)?ref\s+"([^"\n]*)"\s*>\}\}|\{\{%\s*(?:rel)?ref\s+"([^"\n]*)"\s*%\}\})')
+"""An inline link's destination written as Hugo's `ref` or `relref` shortcode of a path:
+`]({{< ref "guide/b.md#x" >}}` (or `{{% ... %}}`)."""
 _ROOTED_LINK = re.compile(r"(?:\]\(\s*<?|^ {0,3}\[(?!\^)[^\]]+\]:[ \t]*<?)/(?!/)", re.MULTILINE)
 """An inline link's or a definition's destination that is a path from the root (a cheap test)."""
 
