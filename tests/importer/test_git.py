@@ -14,6 +14,7 @@ import pytest
 
 from demarkus.importer import Outcome, Summary
 from demarkus.importer.command import run_import
+from demarkus.importer.folder import scan_folder
 from demarkus.importer.site import parse_site
 from demarkus.protocol import MAX_PUBLISHER_BYTES
 from demarkus.render import format_time
@@ -231,3 +232,30 @@ def test_histories_run_ahead_and_files_skipped_in_between_cost_nothing_wrong(rep
         assert [r.commit for r in history.revisions(files[0])] == [first]
         assert [r.path for r in history.revisions(files[1])] == ["notes/b.md"]
         assert history.read(history.revisions(files[2])[0]) == b"c\n"
+
+
+def test_what_git_ignores_is_not_read_unless_the_repository_tracks_it(repo: Path, tmp_path: Path):
+    (repo / ".gitignore").write_text("node_modules/\n*.draft.md\nbuild/\n")
+    files = {
+        "README.md": "# Project\n",
+        "docs/guide.md": "# Guide\n",
+        "docs/wip.draft.md": "# Draft\n",  # ignored
+        "docs/kept.draft.md": "# Kept draft\n",  # ignored by name, but tracked
+        "node_modules/pkg/README.md": "# A package\n",  # an ignored folder
+        "build/docs/out.md": "# Built\n",
+    }
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    git(repo, "add", ".gitignore", "README.md")
+    git(repo, "add", "-f", "docs/kept.draft.md")
+    expected = {"README.md", "docs/guide.md", "docs/kept.draft.md"}
+    assert set(scan_folder(repo).files) == expected
+    summary = run(repo, tmp_path / "store", use_git=False)
+    assert {r.relative for r in summary.results} == expected
+    assert set(scan_folder(repo / "build").files) == {"docs/out.md"}  # a folder named is read, ignored or not
+    plain = tmp_path / "plain"  # no work tree: a .gitignore file says nothing
+    (plain / "node_modules").mkdir(parents=True)
+    (plain / ".gitignore").write_text("node_modules/\n")
+    (plain / "node_modules" / "a.md").write_text("# A\n")
+    assert scan_folder(plain).files == ("node_modules/a.md",)

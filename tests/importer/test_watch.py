@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
+import subprocess
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -189,6 +190,26 @@ async def test_a_note_under_another_markdown_name_is_followed_file_by_file(tmp_p
         (folder / "guide.mdx").unlink()
         await run.until(lambda: says("status: archived"), "the note's last file gone")
         assert "total: 2\n" in await run.tools.versions("/notes/guide.md")
+
+
+async def test_what_git_ignores_is_not_followed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "gitconfig"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    folder = tmp_path / "repo"
+    folder.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=folder, check=True, timeout=60)
+    (folder / ".gitignore").write_text("build/\n")  # (the watcher skips node_modules/ itself)
+    (folder / "a.md").write_text("# A\n")
+    async with following(folder, tmp_path / "store") as run:
+        (folder / "build" / "docs").mkdir(parents=True)
+        (folder / "build" / "docs" / "out.md").write_text("# Out\n\nThe zorbex output.\n")
+        (folder / "b.md").write_text("# B\n\nThe zorbex note.\n")
+
+        async def noted() -> bool:
+            return "/notes/b.md" in await run.lookup("zorbex")
+
+        await run.until(noted, "a new note beside an ignored one")
+        assert "/notes/build/" not in await run.lookup("zorbex")
 
 
 async def test_a_logseq_graphs_page_backups_are_not_followed(tmp_path: Path):

@@ -2,7 +2,8 @@
 (`apply.import_file`), optionally archive the documents whose file is gone, and sum up.
 
 The folder is only read. Hidden folders (`.git`, `.obsidian`) are not entered, nor is a
-Logseq graph's own `logseq/` folder (`note.is_app_folder`: settings and page backups). A symlink
+Logseq graph's own `logseq/` folder (`note.is_app_folder`: settings and page backups), nor
+what git ignores there (`ignored.Ignored`: a repository's `node_modules/`). A symlink
 is never followed: one that stays inside the folder is skipped (its target is imported
 under its own name), one that leads out of it is refused.
 """
@@ -19,6 +20,7 @@ from urllib.parse import unquote
 from ..errors import BadRequestError, DemarkusError
 from ..protocol import in_scope, normalize_scope
 from .apply import FileResult, Outcome, Source, Target, archive_document, import_file
+from .ignored import Ignored
 from .note import document_path, is_app_folder, markdown_suffix, note_files, note_name, shown
 
 __all__ = ["Scan", "Summary", "documents_under", "import_folder", "scan_folder"]
@@ -90,13 +92,15 @@ class Summary:
 
 
 def scan_folder(folder: Path) -> Scan:
-    """Walk `folder` (never through a symlink) for markdown files (`note.markdown_suffix`):
-    of the files of one note (`b.md`, `b.mdx`) the first `note.note_files` names is read.
+    """Walk `folder` (never through a symlink, past nothing git ignores) for markdown files
+    (`note.markdown_suffix`): of the files of one note (`b.md`, `b.mdx`) the first
+    `note.note_files` names is read.
 
     Raises:
         BadRequestError: more than `MAX_FILES` of them.
     """
     top = folder.resolve()
+    ignored = Ignored.of(folder)
     notes: dict[str, list[str]] = {}
     skipped: list[str] = []
     escaping: list[str] = []
@@ -107,7 +111,7 @@ def scan_folder(folder: Path) -> Scan:
         prefix = "" if relative == "." else relative + "/"
         kept = []
         for name in sorted(dirs):
-            if name.startswith(".") or is_app_folder(base / name):
+            if name.startswith(".") or is_app_folder(base / name) or prefix + name in ignored:
                 continue
             if (base / name).is_symlink():
                 (skipped if _inside(base / name, top) else escaping).append(prefix + name)
@@ -115,7 +119,7 @@ def scan_folder(folder: Path) -> Scan:
             kept.append(name)
         dirs[:] = kept
         for name in names:
-            if markdown_suffix(name) is None:
+            if markdown_suffix(name) is None or prefix + name in ignored:
                 continue
             if (base / name).is_symlink():
                 (skipped if _inside(base / name, top) else escaping).append(prefix + name)

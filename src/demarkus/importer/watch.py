@@ -23,6 +23,7 @@ from ..errors import DemarkusError
 from ..protocol import Status
 from .apply import FileResult, Outcome, Source, Target, archive_document, import_file
 from .folder import documents_under, scan_folder
+from .ignored import Ignored
 from .note import document_path, in_app_folder, markdown_suffix, note_file, note_name
 
 __all__ = ["DEBOUNCE_MS", "Batch", "apply_changes", "watched"]
@@ -72,6 +73,9 @@ async def apply_changes(source: Source, target: Target, changes: Iterable[tuple[
     folder = source.folder.absolute()
     names = (folder, source.folder.resolve())
     touched = sorted({r for _, path in changes if (r := _relative(names, path)) is not None})
+    if touched:  # what git ignores now (a .gitignore may have changed too) is not read
+        ignored = Ignored.of(folder)
+        touched = [relative for relative in touched if relative not in ignored]
     if touched and source.names is not None:
         source.names.forget()  # a note may have come or gone: wiki links resolve anew
     results: list[FileResult] = []
