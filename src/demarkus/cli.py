@@ -100,7 +100,8 @@ def link_options(help_prefix: str = "") -> Callable[[FC], FC]:
 _SITE_HELP = (
     "an address the folder is also published at, e.g. https://github.com/org/repo/blob/main/, "
     "or =FOLDER after it for a folder inside it (repeatable): a link to a note's .md file "
-    "there, or to the page a site generator renders from a note (b.html, b/), becomes a link to the note."
+    "there, or to the page a site generator renders from a note (b.html, b/), becomes a link to the note, "
+    "as does a path from its root (/guide/b)."
 )
 _WIKILINKS_HELP = (
     "a wiki link ([[name]], [[name#heading|text]], as Obsidian or Foam write them) that names a note "
@@ -753,9 +754,10 @@ def import_command(
     sites: tuple[Site, ...],
     wikilinks: bool,
 ) -> None:
-    """Import every *.md file under FOLDER into a store (--root STORE) or an authority
-    (TARGET mark://host[:port]/ with --token); the folder is only read. Prints a summary;
-    exits 1 when a file was refused."""
+    """Import every markdown file under FOLDER (*.md; *.mdx and *.markdown as the .md of
+    the same name; in a git work tree, not what git ignores) into a store (--root STORE)
+    or an authority (TARGET mark://host[:port]/ with --token); the folder is only read.
+    Prints a summary; exits 1 when a file was refused."""
     from .importer.command import run_import
 
     _check_folder_target(root, target)
