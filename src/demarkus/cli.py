@@ -757,7 +757,7 @@ def import_command(
     """Import every markdown file under FOLDER (*.md; *.mdx and *.markdown as the .md of
     the same name; in a git work tree, not what git ignores) into a store (--root STORE)
     or an authority (TARGET mark://host[:port]/ with --token); the folder is only read.
-    Prints a summary; exits 1 when a file was refused."""
+    Prints a summary; exits 1 when a file was refused or something of one left out."""
     from .importer.command import run_import
 
     _check_folder_target(root, target)
