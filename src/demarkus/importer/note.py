@@ -201,7 +201,10 @@ def parse_note(
             f"the body is {len(body)} bytes; a document holds at most {MAX_BODY} (1 MiB); split the file"
         )
     if not body.strip():
-        raise BadRequestError("the file has no text besides its frontmatter; add text, or move it out of the folder")
+        raise BadRequestError(
+            "the file has no text besides its frontmatter, and a document needs text: add some to import it "
+            "(a site's list page, such as a Hugo section's _index.md, can stay as it is: it is left out)"
+        )
     if "title" not in metadata:
         heading = first_heading(body)
         if heading:
