@@ -184,10 +184,10 @@ async def _with_progress(sync: FolderSync, verb: str) -> Summary:
     from rich.console import Console
     from rich.progress import Progress
 
-    total = len(scan_folder(sync.source.folder).files)
+    scan = scan_folder(sync.source.folder)  # once: it walks the folder and asks git what it ignores
     with Progress(transient=not sys.stderr.isatty(), console=Console(stderr=True)) as bar:
-        task = bar.add_task(f"{verb} {sync.source.folder}", total=total)
-        return await sync.catch_up(lambda n: bar.advance(task, n))
+        task = bar.add_task(f"{verb} {sync.source.folder}", total=len(scan.files))
+        return await sync.catch_up(lambda n: bar.advance(task, n), scan)
 
 
 def docs_sync(

@@ -18,7 +18,7 @@ from ..graph import GraphStore
 from ..graph.seed import observe_paths, seed_graph
 from ..service import Service
 from .apply import FileResult, Outcome, Source, Target
-from .folder import Summary, import_folder, scan_folder
+from .folder import Scan, Summary, import_folder, scan_folder
 from .watch import apply_changes, watched
 
 __all__ = ["FolderSync", "describe"]
@@ -53,10 +53,10 @@ class FolderSync:
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False, repr=False)
     """One change applied at a time: the catch-up and the watched batches never overlap."""
 
-    async def catch_up(self, progress: Callable[[int], None] | None = None) -> Summary:
+    async def catch_up(self, progress: Callable[[int], None] | None = None, scan: Scan | None = None) -> Summary:
         """Import what changed since the store last saw the folder and (unless told not
-        to) archive the documents whose file is gone."""
-        scan = scan_folder(self.source.folder)
+        to) archive the documents whose file is gone; `scan` is the folder's, when made."""
+        scan = scan if scan is not None else scan_folder(self.source.folder)
         with contextlib.ExitStack() as local:
             if self.service is not None:
                 local.enter_context(self.service.deferred_index())
