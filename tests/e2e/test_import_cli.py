@@ -136,6 +136,17 @@ def test_import_with_a_site_stores_links_to_the_notes_themselves(folder: Path, t
     assert "rel-supersedes: /kb/adr/two.md\n" in three and "After [two](two.md#second) and [one](one.md).\n" in three
 
 
+def test_import_stores_links_to_myst_targets_as_links_to_their_sections(folder: Path, tmp_path: Path):
+    (folder / "adr" / "two.md").write_text("---\nsupersedes: one.md\n---\n# Two\n\n(second-why)=\n## Why\n\nSecond.\n")
+    (folder / "log.md").write_text("# Log\n\nSee [](#second-why), [the reason](second-why) and [x](#elsewhere).\n")
+    root = tmp_path / "store"
+    done = cli("import", str(folder), "--root", str(root), "--prefix", "/kb")
+    assert done.returncode == 0, done.stderr
+    log = cli("fetch", "/kb/log.md", "--root", str(root)).stdout
+    assert "See [Why](adr/two.md#why), [the reason](adr/two.md#why) and [x](#elsewhere).\n" in log
+    assert "(second-why)=\n## Why\n" in cli("fetch", "/kb/adr/two.md", "--root", str(root)).stdout  # as written
+
+
 @pytest.mark.parametrize(
     "args, fragment",
     [

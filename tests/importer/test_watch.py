@@ -18,6 +18,7 @@ import pytest
 from demarkus.graph import GraphStore
 from demarkus.importer import Source, Target
 from demarkus.importer.folder import scan_folder
+from demarkus.importer.myst import FolderTargets, NoteTargets
 from demarkus.importer.sync import FolderSync
 from demarkus.importer.wikilink import FolderNames
 from demarkus.mcp.server import LocalResolver
@@ -54,14 +55,16 @@ class Followed:
 
 
 @contextlib.asynccontextmanager
-async def following(folder: Path, root: Path, names: FolderNames | None = None) -> AsyncIterator[Followed]:
+async def following(
+    folder: Path, root: Path, names: FolderNames | None = None, targets: FolderTargets | None = None
+) -> AsyncIterator[Followed]:
     """A sync of `folder` into a new store at `root`, caught up, until the block ends."""
     root.mkdir()
     service = Service.open(root, trusted=True, dates_versions=True)
     graph = GraphStore(None)
     reports: asyncio.Queue[str] = asyncio.Queue()
     sync = FolderSync(
-        Source(folder, "/notes", names=names),
+        Source(folder, "/notes", names=names, targets=targets),
         Target(service, dates_versions=True),
         reports.put_nowait,
         service=service,
@@ -164,6 +167,23 @@ async def test_a_wiki_link_to_a_note_that_comes_later_leads_to_it_once_its_note_
 
         await run.until(linked, "a wiki link to a new note")
         assert "See [Gamma](gamma.md) and [the beta](beta.md), again.\n" in await run.tools.fetch("/notes/alpha.md")
+
+
+async def test_a_link_to_a_myst_target_declared_later_leads_to_it_once_its_note_changes(tmp_path: Path):
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "alpha.md").write_text("# Alpha\n\nSee [the lease](#lease-rules).\n")
+    targets = FolderTargets(lambda: scan_folder(folder).files, NoteTargets(folder))
+    async with following(folder, tmp_path / "store", targets=targets) as run:
+        assert "See [the lease](#lease-rules).\n" in await run.tools.fetch("/notes/alpha.md")  # no target yet
+        (folder / "beta.md").write_text("# Beta\n\n(lease-rules)=\n## Leases\n")
+        (folder / "alpha.md").write_text("# Alpha\n\nSee [the lease](#lease-rules), again.\n")
+
+        async def linked() -> bool:
+            return "(/notes/alpha.md)" in await run.tools.backlinks("/notes/beta.md")
+
+        await run.until(linked, "a link to a new target")
+        assert "See [the lease](beta.md#leases), again.\n" in await run.tools.fetch("/notes/alpha.md")
 
 
 async def test_a_note_under_another_markdown_name_is_followed_file_by_file(tmp_path: Path):

@@ -22,6 +22,7 @@ from ..protocol import MAX_PUBLISHER_BYTES, RESERVED_KEYS, Status
 from ..render import format_time
 from ..store.versionfile import sha256_tag
 from .history import GIT_BASE, GitHistory, pending, revision_metadata
+from .myst import FolderTargets, Targets
 from .note import LinkForm, Note, document_path, has_note, parse_note, read_file
 from .site import Pages, Site, Sites
 from .wikilink import FolderNames, WikiLinks
@@ -61,16 +62,21 @@ class Source:
     """Web addresses the folder is published at (`site.parse_site`)."""
     names: FolderNames | None = None
     """The folder's note names, when wiki links are made links to the notes."""
+    targets: FolderTargets | None = None
+    """The targets the folder's notes declare (MyST's `(name)=`), which links name."""
 
     @property
     def links(self) -> tuple[LinkForm, ...]:
-        """The link forms made links to the folder's notes: its pages, its sites, its wiki links."""
+        """The link forms made links to the folder's notes: its pages, its sites, its wiki
+        links, its targets."""
         forms: list[LinkForm] = []
         if self.sites:  # a path from the root is first the site's (`Sites`), then a document path
             forms.append(Sites(self.sites, self.prefix, partial(has_note, self.folder)))
         forms.append(Pages(self.prefix, partial(has_note, self.folder)))
         if self.names is not None:
             forms.append(WikiLinks(self.names.current(), self.prefix))
+        if self.targets is not None:
+            forms.append(Targets(self.targets.current(), self.prefix))
         return tuple(forms)
 
     @property

@@ -21,7 +21,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
-from ..markdown.rewrite import rewrite_outside_code, split_lines
+from ..markdown.rewrite import line_offsets, rewrite_outside_code, split_lines
 from ..markdown.sections import parse_outline
 
 __all__ = ["UUID", "Block", "drop_block_ids", "find_blocks"]
@@ -81,7 +81,7 @@ def find_blocks(body: str) -> dict[str, Block]:
         return {}
     outline = parse_outline(body.encode("utf-8"))
     starts = [section.start for section in outline.sections]
-    offsets = _line_offsets(lines)
+    offsets = line_offsets(lines)
     blocks: dict[str, Block] = {}
     for number, (block_id, label) in found.items():
         at = bisect.bisect_right(starts, offsets[number]) - 1
@@ -157,12 +157,3 @@ def _label(line: str) -> str:
         cut = text.rfind(" ", 0, LABEL_CHARS)
         text = text[: cut if cut > LABEL_CHARS // 2 else LABEL_CHARS].rstrip() + "…"
     return text
-
-
-def _line_offsets(lines: list[str]) -> list[int]:
-    """The byte offset at which each line starts."""
-    offsets, at = [], 0
-    for line in lines:
-        offsets.append(at)
-        at += len(line.encode("utf-8"))
-    return offsets

@@ -21,6 +21,7 @@ from ..service import Service
 from .apply import Source, Target
 from .folder import Summary, scan_folder
 from .history import GitHistory, find_repository
+from .myst import FolderTargets, NoteTargets
 from .note import NoteAliases, NoteBlocks
 from .site import Site
 from .sync import FolderSync
@@ -116,7 +117,7 @@ def run_sync(
         TransportError: the authority cannot be reached.
     """
     history = GitHistory(find_repository(folder)) if use_git else None
-    source = Source(folder=folder, prefix=prefix, history=history, sites=sites, names=_names(folder, wikilinks))
+    source = Source(folder, prefix, history, sites, _names(folder, wikilinks), _targets(folder))
     try:
         if root is not None:
             from ..graph.store import default_graph_path
@@ -211,7 +212,7 @@ def docs_sync(
     history = GitHistory(find_repository(folder)) if use_git else None
     target = Target(service, dates_versions=True)
     return FolderSync(
-        Source(folder, prefix, history, sites, _names(folder, wikilinks)),
+        Source(folder, prefix, history, sites, _names(folder, wikilinks), _targets(folder)),
         target,
         report,
         service=service,
@@ -226,6 +227,11 @@ def _names(folder: Path, wikilinks: bool) -> FolderNames | None:
     if not wikilinks:
         return None
     return FolderNames(lambda: scan_folder(folder).files, NoteAliases(folder), NoteBlocks(folder))
+
+
+def _targets(folder: Path) -> FolderTargets:
+    """The targets the folder's notes declare (MyST's), which their links may name."""
+    return FolderTargets(lambda: scan_folder(folder).files, NoteTargets(folder))
 
 
 async def following(sync: FolderSync, work: Awaitable[None], report: Callable[[str], None]) -> None:

@@ -38,16 +38,10 @@ from typing import NamedTuple
 from urllib.parse import unquote, urlsplit
 
 from ..errors import BadRequestError, DemarkusError
-from ..markdown.rewrite import Spans, code_spans, destination, in_spans, rewrite_outside_code
+from ..markdown.rewrite import Spans, code_spans, destination, in_spans, rewrite_outside_code, swap_destinations
 from .note import document_path, markdown_suffix, note_name
 
-__all__ = ["Pages", "Site", "Sites", "parse_site", "rendered_from"]
-
-_INLINE = re.compile(r"(\]\(\s*<?)([^\s)<>]+)")
-"""An inline link's destination, after `](` (and an optional `<`)."""
-_DEFINITION = re.compile(r"^( {0,3}\[(?!\^)[^\]]+\]:[ \t]*<?)([^\s<>]+)")
-"""A link reference definition's destination: `[label]: https://...` (a footnote's
-`[^1]: text` is none)."""
+__all__ = ["Pages", "Site", "Sites", "parse_site", "relative_to", "rendered_from"]
 
 
 class Site(NamedTuple):
@@ -134,7 +128,7 @@ class Sites:
     def relative(self, reference: str, path: str) -> tuple[str, str] | None:
         """(path relative to the document at `path`, fragment) of the note `reference`
         names under one of the sites; None when it names none."""
-        return _relative(self._target(reference), path)
+        return relative_to(self._target(reference), path)
 
     def _target(self, reference: str) -> tuple[str, str] | None:
         """(document path, fragment) of the note `reference` names under one of the
@@ -179,7 +173,7 @@ class Sites:
         )
 
     def _line(self, line: str, spans: Spans, path: str) -> str:
-        return _swap(line, spans, lambda reference: self.relative(reference, path))
+        return swap_destinations(line, spans, lambda reference: self.relative(reference, path))
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,10 +220,10 @@ class Pages:
         Hugo `ref` to a note, made a link to the note; unchanged when there is none."""
 
         def relative(reference: str) -> tuple[str, str] | None:
-            return _relative(self.document(reference, path), path)
+            return relative_to(self.document(reference, path), path)
 
         def line(text: str, spans: Spans) -> str:
-            swapped = _swap(text, spans, relative)
+            swapped = swap_destinations(text, spans, relative)
             return self._refs(swapped, spans if swapped == text else code_spans(swapped), path)
 
         return rewrite_outside_code(
@@ -244,7 +238,7 @@ class Pages:
         def swap(match: re.Match[str]) -> str:
             if in_spans(match.start(), spans):
                 return match.group(0)
-            local = _relative(self._ref(match.group(2) or match.group(3), path), path)
+            local = relative_to(self._ref(match.group(2) or match.group(3), path), path)
             written = None if local is None else destination(*local)
             return match.group(0) if written is None else match.group(1) + written
 
@@ -319,26 +313,9 @@ def _origin(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
-def _relative(found: tuple[str, str] | None, path: str) -> tuple[str, str] | None:
+def relative_to(found: tuple[str, str] | None, path: str) -> tuple[str, str] | None:
     """(path relative to the document at `path`, fragment) of a (document path, fragment)."""
     if found is None:
         return None
     target, fragment = found
     return posixpath.relpath(target, posixpath.dirname(path)), fragment
-
-
-def _swap(line: str, spans: Spans, relative: Callable[[str], tuple[str, str] | None]) -> str:
-    """`line` with each link destination outside its code spans that `relative` names a
-    note for written as that note's path (and fragment)."""
-
-    def swap(match: re.Match[str]) -> str:
-        if in_spans(match.start(), spans):
-            return match.group(0)
-        local = relative(match.group(2))
-        written = None if local is None else destination(*local, bracketed=match.group(1).endswith("<"))
-        return match.group(0) if written is None else match.group(1) + written
-
-    # a definition's destination opens its line, and what follows it is its title
-    if _DEFINITION.match(line):
-        return _DEFINITION.sub(swap, line, count=1)
-    return _INLINE.sub(swap, line)

@@ -78,6 +78,8 @@ async def apply_changes(source: Source, target: Target, changes: Iterable[tuple[
         touched = [relative for relative in touched if relative not in ignored]
     if touched and source.names is not None:
         source.names.forget()  # a note may have come or gone: wiki links resolve anew
+    if touched and source.targets is not None:
+        source.targets.forget()  # a note may declare a target, or no longer
     results: list[FileResult] = []
     for relative in touched:
         on_disk = folder / relative

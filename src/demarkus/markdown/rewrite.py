@@ -13,7 +13,17 @@ from collections.abc import Callable
 
 from .sections import parse_body
 
-__all__ = ["Spans", "code_lines", "code_spans", "destination", "in_spans", "rewrite_outside_code", "split_lines"]
+__all__ = [
+    "Spans",
+    "code_lines",
+    "code_spans",
+    "destination",
+    "in_spans",
+    "line_offsets",
+    "rewrite_outside_code",
+    "split_lines",
+    "swap_destinations",
+]
 
 Spans = list[tuple[int, int]]
 """Character ranges of a line's code spans: a match starting inside one is text."""
@@ -30,6 +40,11 @@ _SPACED = re.compile(r"[ ()]")
 """Characters a link destination holds only between `<` and `>`."""
 _PATH_ESCAPES = re.compile(r"[%#?]")
 """Characters a path in a link destination holds only percent-escaped."""
+_INLINE = re.compile(r"(\]\(\s*<?)([^\s)<>]+)")
+"""An inline link's destination, after `](` (and an optional `<`)."""
+_DEFINITION = re.compile(r"^( {0,3}\[(?!\^)[^\]]+\]:[ \t]*<?)([^\s<>]+)")
+"""A link reference definition's destination: `[label]: https://...` (a footnote's
+`[^1]: text` is none)."""
 
 
 def rewrite_outside_code(body: str, wanted: Callable[[str], bool], rewrite: Callable[[str, Spans], str]) -> str:
@@ -49,6 +64,15 @@ def rewrite_outside_code(body: str, wanted: Callable[[str], bool], rewrite: Call
 def split_lines(body: str) -> list[str]:
     """The lines of `body`, each with its ending, numbered as markdown-it numbers them."""
     return [line for line in _LINE.findall(body) if line]
+
+
+def line_offsets(lines: list[str]) -> list[int]:
+    """The byte offset (UTF-8) at which each of `split_lines`' lines starts."""
+    offsets, at = [], 0
+    for line in lines:
+        offsets.append(at)
+        at += len(line.encode("utf-8"))
+    return offsets
 
 
 @functools.lru_cache(maxsize=4)
@@ -81,3 +105,20 @@ def destination(path: str, fragment: str = "", *, bracketed: bool = False) -> st
     if not link or _UNLINKABLE.search(link):
         return None
     return f"<{link}>" if _SPACED.search(link) and not bracketed else link
+
+
+def swap_destinations(line: str, spans: Spans, relative: Callable[[str], tuple[str, str] | None]) -> str:
+    """`line` with each link destination (inline, or a reference definition's) outside its
+    code spans for which `relative` gives a path (and fragment) written as that."""
+
+    def swap(match: re.Match[str]) -> str:
+        if in_spans(match.start(), spans):
+            return match.group(0)
+        local = relative(match.group(2))
+        written = None if local is None else destination(*local, bracketed=match.group(1).endswith("<"))
+        return match.group(0) if written is None else match.group(1) + written
+
+    # a definition's destination opens its line, and what follows it is its title
+    if _DEFINITION.match(line):
+        return _DEFINITION.sub(swap, line, count=1)
+    return _INLINE.sub(swap, line)
