@@ -43,6 +43,11 @@ class BadRequestError(DemarkusError):
     status = "bad-request"
 
 
+class NoTextError(BadRequestError):
+    """A note with no text besides its frontmatter: no document can hold it (a site's list
+    page often is one), so an import leaves it out without counting it a failure."""
+
+
 class NotFoundError(DemarkusError):
     """No document, version or section at the path."""
 

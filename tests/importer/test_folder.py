@@ -58,7 +58,6 @@ BAD = {
         "1024 bytes",
     ),
     "unclosed.md": ("---\ntitle: A\nbody\n", "never closes it"),
-    "empty-body.md": ("---\ntitle: A\n---\n", "no text besides its frontmatter"),
     "versions/in-reserved-folder.md": ("# x\n", "reserved for version history"),
     ".hidden.md": ("# x\n", "hidden names"),
 }
@@ -90,6 +89,7 @@ def folder(tmp_path: Path) -> Path:
     for relative, (text, _reason) in BAD.items():
         (top / relative).parent.mkdir(parents=True, exist_ok=True)
         (top / relative).write_text(text, encoding="utf-8")
+    (top / "empty-body.md").write_text("---\ntitle: A\n---\n")  # a site's list page: skipped
     (top / "latin1.md").write_bytes(b"caf\xe9\n")
     (top / "huge.md").write_bytes(b"# Huge\n" + b"x" * (1024 * 1024))
     outside = tmp_path / "outside.md"
@@ -117,7 +117,7 @@ def test_a_folder_becomes_documents_with_metadata_and_bad_files_are_refused(fold
     summary = run(folder, tmp_path / "store")
     assert tree_state(folder) == before, "the folder was changed"
     assert summary.count(Outcome.CREATED) == len(GOOD)
-    assert summary.count(Outcome.SKIPPED) == 1  # alias.md, a symlink inside the folder
+    assert summary.count(Outcome.SKIPPED) == 2  # alias.md, a symlink inside the folder; empty-body.md
     reasons = refused(summary)
     assert set(reasons) == {*BAD, "latin1.md", "huge.md", "escape.md"}
     for relative, (_text, fragment) in BAD.items():
@@ -127,7 +127,11 @@ def test_a_folder_becomes_documents_with_metadata_and_bad_files_are_refused(fold
     assert "leads out of the folder" in reasons["escape.md"]
     assert not summary.ok
     lines = summary.lines()
-    assert lines[0] == "5 created, 0 updated, 0 unchanged, 0 archived, 1 skipped, 9 refused; 5 versions added"
+    assert lines[0] == "5 created, 0 updated, 0 unchanged, 0 archived, 2 skipped, 8 refused; 5 versions added"
+    assert lines[1] == (
+        "not read: 1 file (empty-body.md) with no text besides the frontmatter, as a site's list page often is "
+        "(a Hugo section's _index.md); add text to import one"
+    )
     assert "refused latin1.md: the file is not valid UTF-8 (byte 3); save it as UTF-8 and import again" in lines
     assert not (tmp_path / "store" / ".demarkus.filling").exists()  # a first import: synced once, at the end
 

@@ -186,6 +186,23 @@ async def test_a_link_to_a_myst_target_declared_later_leads_to_it_once_its_note_
         assert "See [the lease](beta.md#leases), again.\n" in await run.tools.fetch("/notes/alpha.md")
 
 
+async def test_a_note_with_no_text_is_reported_skipped_with_why(tmp_path: Path):
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "alpha.md").write_text("# Alpha\n")
+    async with following(folder, tmp_path / "store") as run:
+        (folder / "guides.md").write_text("---\ntitle: Guides\n---\n")  # a site's list page
+        started = time.monotonic()
+        line = ""
+        while "guides.md" not in line:
+            line = await asyncio.wait_for(run.reports.get(), VISIBLE_WITHIN - (time.monotonic() - started))
+        assert line == (
+            "skipped /notes/guides.md: the file has no text besides its frontmatter, and a document needs text: "
+            "add some to import it"
+        )
+        assert "status: not-found" in await run.tools.fetch("/notes/guides.md")
+
+
 async def test_a_note_under_another_markdown_name_is_followed_file_by_file(tmp_path: Path):
     folder = tmp_path / "notes"
     folder.mkdir()

@@ -17,7 +17,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from ..backend import Backend
-from ..errors import DemarkusError, NotFoundError
+from ..errors import DemarkusError, NoTextError, NotFoundError
 from ..protocol import MAX_PUBLISHER_BYTES, RESERVED_KEYS, Status
 from ..render import format_time
 from ..store.versionfile import sha256_tag
@@ -117,6 +117,8 @@ class FileResult:
     outcome: Outcome
     versions: int = 0
     problems: tuple[str, ...] = field(default_factory=tuple)
+    why_skipped: str = ""
+    """Why a note was skipped, when that is no failure: it has no text (a site's list page)."""
 
 
 async def import_file(source: Source, target: Target, relative: str) -> FileResult:
@@ -124,7 +126,8 @@ async def import_file(source: Source, target: Target, relative: str) -> FileResu
     `source.folder`): nothing when it is unchanged, one version when it changed, and with
     git every commit not imported yet, then the working tree when it differs from HEAD.
     An archived document whose file is back is restored first. Never raises for a
-    problem of this one file: it becomes a refused result, and the import goes on."""
+    problem of this one file: it becomes a refused result, and the import goes on; a note
+    with no text is skipped (`why_skipped`)."""
     try:
         path = document_path(relative, source.prefix)
     except DemarkusError as exc:
@@ -136,6 +139,8 @@ async def import_file(source: Source, target: Target, relative: str) -> FileResu
         problems: list[str] = []
         versions = _versions(source, relative, raw, worktree, current, problems)
         added = await publish_versions(target, path, current, versions)
+    except NoTextError as exc:  # a site's list page: nothing to import, nothing wrong
+        return FileResult(relative, path, Outcome.SKIPPED, why_skipped=exc.message)
     except DemarkusError as exc:
         return FileResult(relative, path, Outcome.REFUSED, problems=(exc.message,))
     if current is None:

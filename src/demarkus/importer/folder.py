@@ -76,12 +76,21 @@ class Summary:
         counts = ", ".join(f"{self.count(o)} {o.value}" for o in Outcome)
         out = [f"{counts}; {self.versions} versions added"]
         if self.shadowed:
-            names = ", ".join(shown(name) for name in self.shadowed[:MAX_NAMED])
-            more = f" and {len(self.shadowed) - MAX_NAMED} more" if len(self.shadowed) > MAX_NAMED else ""
-            files = "file" if len(self.shadowed) == 1 else "files"
             out.append(
-                f"not read: {len(self.shadowed)} {files} ({names}{more}) beside a file of the same name "
-                "read as the same document (b.md before b.mdx); rename one to import both"
+                _not_read(
+                    [shown(name) for name in self.shadowed],
+                    "beside a file of the same name read as the same document (b.md before b.mdx); "
+                    "rename one to import both",
+                )
+            )
+        textless = [shown(r.relative) for r in self.results if r.why_skipped]
+        if textless:
+            out.append(
+                _not_read(
+                    textless,
+                    "with no text besides the frontmatter, as a site's list page often is "
+                    "(a Hugo section's _index.md); add text to import one",
+                )
             )
         for result in self.results:
             name = result.relative and shown(result.relative) or result.path
@@ -89,6 +98,13 @@ class Summary:
                 kind = "refused" if result.outcome == Outcome.REFUSED else "warning"
                 out.append(f"{kind} {name}: {problem}")
         return out
+
+
+def _not_read(names: list[str], why: str) -> str:
+    """The summary's line for files left out without a failure: the first few named."""
+    more = f" and {len(names) - MAX_NAMED} more" if len(names) > MAX_NAMED else ""
+    files = "file" if len(names) == 1 else "files"
+    return f"not read: {len(names)} {files} ({', '.join(names[:MAX_NAMED])}{more}) {why}"
 
 
 def scan_folder(folder: Path) -> Scan:

@@ -19,7 +19,7 @@ from typing import Generic, Protocol, TypeVar
 from urllib.parse import unquote
 
 from ..catalog import ALIAS_KEYS
-from ..errors import BadRequestError
+from ..errors import BadRequestError, NoTextError
 from ..markdown.frontmatter import first_heading, map_metadata, parse_frontmatter, split_frontmatter
 from ..markdown.links import resolve_target
 from ..markdown.relations import written_reference
@@ -171,7 +171,8 @@ def parse_note(
     `Note.tags_left_out`.
 
     Raises:
-        BadRequestError: not UTF-8, too large, bad frontmatter, no text, or metadata the
+        NoTextError: no text besides the frontmatter.
+        BadRequestError: not UTF-8, too large, bad frontmatter, or metadata the
             rules refuse; the message says what to fix.
     """
     try:
@@ -201,9 +202,8 @@ def parse_note(
             f"the body is {len(body)} bytes; a document holds at most {MAX_BODY} (1 MiB); split the file"
         )
     if not body.strip():
-        raise BadRequestError(
-            "the file has no text besides its frontmatter, and a document needs text: add some to import it "
-            "(a site's list page, such as a Hugo section's _index.md, can stay as it is: it is left out)"
+        raise NoTextError(
+            "the file has no text besides its frontmatter, and a document needs text: add some to import it"
         )
     if "title" not in metadata:
         heading = first_heading(body)

@@ -31,7 +31,7 @@ def describe(result: FileResult) -> str:
         line = f"{result.outcome.value} {name} (+{result.versions} version{'s' if result.versions != 1 else ''})"
     else:
         line = f"{result.outcome.value} {name}"
-    problems = "; ".join(result.problems)
+    problems = "; ".join(result.problems) or result.why_skipped
     return f"{line}: {problems}" if problems else line
 
 
