@@ -75,10 +75,17 @@ TARGETS = Targets(
             "[api](api.md) [Installing](../docs/guide.md#installing) `<project:#install-steps>`",
         ),
         ("See [](#api) and [](#odd).", "See [api](api.md) and [Calls \\[beta\\]](api.md#calls)."),
+        ("As in {ref}`install-steps`.", "As in [Installing](../docs/guide.md#installing)."),  # MyST's role
+        ("As in {ref}`the steps <install-steps>`.", "As in [the steps](../docs/guide.md#installing)."),
+        (
+            "As in {ref}`local-1` and `` {ref}`api` ``.",
+            "As in [Installing](../docs/guide.md#installing) and `` {ref}`api` ``.",
+        ),
         ('[steps]: #install-steps "the title"', '[steps]: ../docs/guide.md#installing "the title"'),
         # named by no note, a heading of the note itself, code, a path, a web address: as written
         ("See [x](#nowhere) and [y](nowhere).", None),
         ("See [x](#local-1) here.", None),
+        ("As in {ref}`nowhere` and {ref}`sphinx:install-steps`.", None),
         ("See `[x](#install-steps)` here.", None),
         ("See [x](../docs/guide.md#install-steps) and [y](https://x.org/#install-steps).", None),
     ],

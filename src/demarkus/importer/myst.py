@@ -6,7 +6,8 @@ before it, and any note of the project links to it by that name alone::
     (install-steps)=
     ## Installing
 
-    See [the steps](#install-steps), [](install-steps) or <project:#install-steps>.
+    See [the steps](#install-steps), [](install-steps), <project:#install-steps>
+    or {ref}`install-steps`.
 
 As written, such a link names no document: `#install-steps` is no heading of the note
 that holds it, and `install-steps` no file. Each one whose name a note of the folder
@@ -17,9 +18,10 @@ autolink, takes the heading's text (MyST shows it so), else the name.
 
 Names are matched as Sphinx matches them, ignoring case and runs of spaces. A `#name` is
 first a target of the note itself, then a heading of it (the link stays as written), then
-a target of another note; of two notes declaring one name, the first in path order. A
-name no note declares, and anything in code or HTML, stays as written. MyST's roles
-(`{ref}`install-steps``) are text, not links, and stay as written too.
+a target of another note; of two notes declaring one name, the first in path order.
+MyST's `{ref}` role (`` {ref}`install-steps` ``, `` {ref}`the steps <install-steps>` ``),
+which markdown reads as text, becomes a link to the target's place as well. A name no
+note declares, the other roles, and anything in code or HTML stay as written.
 """
 
 from __future__ import annotations
@@ -58,7 +60,10 @@ _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 _EMPTY = re.compile(r"\[\]\(\s*(<[^<>\r\n]*>|[^\s()<>]+)\s*\)")
 """A link with no text: `[](#name)`."""
 _AUTOLINK = re.compile(r"<project:#([^<>\s]+)>")
-_WANTED = re.compile(r"\]\(|\]:|<project:#")
+_ROLE = re.compile(r"\{ref\}`([^`\r\n]+)`")
+"""MyST's `{ref}` role: `` {ref}`name` `` or `` {ref}`its text <name>` ``."""
+_ROLE_TEXT = re.compile(r"(.*\S)\s+<([^<>]+)>")
+_WANTED = re.compile(r"\]\(|\]:|<project:#|\{ref\}`")
 """A line that may hold a link to a target (a cheap test)."""
 
 
@@ -175,8 +180,9 @@ class Targets:
             return relative_to(self._located(found), path)
 
         def line(text: str, spans: Spans) -> str:
+            text = _roles(text, spans, place, relative)
             for shown in (_EMPTY, _AUTOLINK):  # the spans are found again after each change
-                text = _titled(shown, text, spans if shown is _EMPTY else code_spans(text), place, relative)
+                text = _titled(shown, text, code_spans(text), place, relative)
             return swap_destinations(text, code_spans(text), relative)
 
         return rewrite_outside_code(body, lambda text: _WANTED.search(text) is not None, line)
@@ -207,10 +213,39 @@ def _titled(
         written = None if local is None else destination(*local)
         if named is None or found is None or written is None:
             return match.group(0)
-        shown = (found.title or named[0]).replace("[", "\\[").replace("]", "\\]")
-        return f"[{shown}]({written})"
+        return f"[{_escaped(found.title or named[0])}]({written})"
 
     return pattern.sub(fill, text)
+
+
+def _roles(
+    text: str,
+    spans: Spans,
+    place: Callable[[str], Place | None],
+    relative: Callable[[str], tuple[str, str] | None],
+) -> str:
+    """`text` with each `{ref}` role naming a target, outside code spans, written as a link
+    to its place: with the role's own text, else the place's title, else the name (as
+    MyST shows it)."""
+
+    def link(match: re.Match[str]) -> str:
+        if in_spans(match.start(), spans):
+            return match.group(0)
+        inner = match.group(1).strip()
+        given = _ROLE_TEXT.fullmatch(inner)
+        shown, name = (given.group(1), given.group(2).strip()) if given else ("", inner)
+        found, local = place(name), relative(name)  # a label, never a heading of the note
+        written = None if local is None else destination(*local)
+        if found is None or written is None:
+            return match.group(0)
+        return f"[{_escaped(shown or found.title or name)}]({written})"
+
+    return _ROLE.sub(link, text)
+
+
+def _escaped(text: str) -> str:
+    """`text` fit to be a link's text: its brackets escaped."""
+    return text.replace("[", "\\[").replace("]", "\\]")
 
 
 def _anchors(body: str) -> set[str]:
