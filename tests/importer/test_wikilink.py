@@ -23,6 +23,7 @@ FILES = (
     "people/ann.md",
     "team/Index.md",
     "archive/2019/Index.md",
+    "wiki/Getting-Started.md",
 )
 WIKI = WikiLinks(Names.of(FILES), "/kb")
 
@@ -54,6 +55,11 @@ def local(body: str, path: str = "/kb/adr/a.md", wiki: WikiLinks = WIKI) -> str:
         ("[[2019/Index]]", "[2019/Index](../archive/2019/Index.md)"),  # the end of a path
         ("| [[ann\\|Ann]] |", "| [Ann](../people/ann.md) |"),  # in a table the pipe is escaped
         ("[[Nowhere]]", "[[Nowhere]]"),  # no such note
+        # a GitHub wiki: hyphens for spaces in its files' names, the text first
+        ("[[Getting Started]]", "[Getting Started](../wiki/Getting-Started.md)"),
+        ("[[the guide|getting started#First steps]]", "[the guide](../wiki/Getting-Started.md#first-steps)"),
+        ("[[Getting Started|the guide]]", "[the guide](../wiki/Getting-Started.md)"),
+        ("[[Nowhere|Elsewhere]]", "[[Nowhere|Elsewhere]]"),
         ("![[Segment log]]", "[Segment log](<../Segment log.md>)"),  # an embedded note: a link to it
         ("![[ann#Role|her role]]", "[her role](../people/ann.md#role)"),
         ("![[map.png]]", "![[map.png]]"),  # an embedded picture: no note
@@ -203,7 +209,7 @@ def test_every_wiki_link_made_a_link_leads_to_the_note_it_names(stems: list[str]
             assert any(ch in name for ch in "<>\t") or not links
             continue
         assert out.startswith("# A\n\nSee [") and out.endswith(") here.\n")
-        assert [(link.target, link.fragment) for link in links] == [wiki.document(f"[[{written}]]", "/kb/top/a.md")]
+        assert [(link.target, link.fragment) for link in links] == [wiki.document(f"[[{name}]]", "/kb/top/a.md")]
 
 
 def test_a_note_is_named_by_its_aliases_when_no_file_is_so_named():

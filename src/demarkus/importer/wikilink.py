@@ -14,8 +14,11 @@ relative to the note that holds it::
 A name is matched as those editors match it: without `.md`, ignoring case, against a
 note's file name, or against the end of its path when it holds a `/`, else against the
 aliases a note's frontmatter gives it; of several notes so named, the one in the linking
-note's folder, else the one with the shortest path, else the first in path order.
-`#Heading` becomes the heading's anchor (its slug; of two headings alike, the first),
+note's folder, else the one with the shortest path, else the first in path order. A
+GitHub wiki's links are read too: its page files have hyphens for spaces (`[[Getting
+Started]]` names `Getting-Started.md` when no note is named with the spaces), and it
+writes the text first (`[[the guide|Getting Started]]`: read so when the first part names
+no note and the second does). `#Heading` becomes the heading's anchor (its slug; of two headings alike, the first),
 `#^block` the anchor of the section holding that block (`blockref`; dropped when the note
 declares no such block), `|alias` is the link's text, else the link as written. A
 Logseq block reference, `((634fb3ee-...))`, becomes a link to the section holding the
@@ -126,7 +129,8 @@ class Names:
     def find(self, name: str, near: str) -> str | None:
         """The note `name` names, seen from the note at `near` (both relative to the folder)."""
         key = _key(name)
-        found = self.notes.get(key) or self.aliased.get(key, ())
+        # a GitHub wiki names a page's file with hyphens for its spaces (`Getting-Started.md`)
+        found = self.notes.get(key) or self.aliased.get(key, ()) or self.notes.get(key.replace(" ", "-"), ())
         if not found:
             return None
         here = posixpath.dirname(near)
@@ -180,7 +184,8 @@ class WikiLinks:
         match = _WIKI.fullmatch(reference.strip())
         if match is None or match.group(1) or match.group(3):
             return None
-        found = self._target(_split(match.group(2))[0], path)
+        written, alias = _split(match.group(2))
+        found = self._target(written, path) or (self._target(alias, path) if alias else None)
         if found is None:
             return None
         target, anchor, _ = found
@@ -235,6 +240,8 @@ class WikiLinks:
         link's text."""
         written, alias = _split(inner)
         found = self._target(written, path)
+        if found is None and alias:  # a GitHub wiki writes the text first: `[[text|Page name]]`
+            found, written, alias = self._target(alias, path), alias, written
         if found is None:
             return None
         target, anchor, shown = found
