@@ -201,10 +201,16 @@ async def test_a_path_copied_from_a_lookups_table_reads_its_document(tmp_path: P
             assert not failed and created.startswith("status: created"), created
         table, _ = await call(client, "mark_lookup", query="zebrafish release", match="body")
         assert "| /pages/Changelog\\_07\\_09.md#release-notes |" in table  # a cell escapes `_`
-        assert "| /notes/C\\# basics.md#release-notes |" in table
-        for row in ("/pages/Changelog\\_07\\_09.md#release-notes", "/notes/C\\# basics.md#release-notes"):
+        assert "| /notes/C%23 basics.md#release-notes |" in table  # a `#` in a path: percent-escaped
+        rows = ("/pages/Changelog\\_07\\_09.md#release-notes", "/notes/C%23 basics.md#release-notes")
+        for row in (*rows, "/notes/C\\# basics.md#release-notes"):  # a cell's escape reads too
             text, failed = await call(client, "mark_fetch", url=row)
             assert not failed and "The unusual zebrafish release." in text, text
+        page, failed = await call(client, "mark_lookup", query="zebrafish release", match="body", budget=800)
+        # the evidence is read, under a location that names the document when passed back
+        assert not failed and ">>> </notes/C%23 basics.md/v1#release-notes>\n\n## Release notes\n" in page, page
+        card, failed = await call(client, "mark_explore", url="</notes/C%23 basics.md>")
+        assert not failed and "\nfetch /notes/C%23 basics.md#<anchor> for a section;" in card
 
 
 async def test_explore_lists_the_siblings_nearest_the_document(tmp_path: Path):

@@ -22,7 +22,16 @@ from ..backend import VerbMethods
 from ..errors import BadRequestError, NotPermittedError
 from ..graph import GraphStore
 from ..mcp.tools import Target
-from ..protocol import WRITE_VERBS, Request, Response, linked_path, parse_mark_url, response_for_error, unbracketed
+from ..protocol import (
+    WRITE_VERBS,
+    Request,
+    Response,
+    linked_path,
+    parse_mark_url,
+    response_for_error,
+    unbracketed,
+    written_path,
+)
 from .config import WORLD_NAME, CallerConfig
 from .qualify import SCHEME, world_of, world_prefix
 from .upstream import Upstream
@@ -76,7 +85,7 @@ class GatewayResolver:
 
     def name(self, scope: Target, path: str) -> str:
         """`mark://<world><path>`, in the world `scope` is in."""
-        return world_prefix(world_of(scope.url)) + path
+        return world_prefix(world_of(scope.url)) + written_path(path)
 
     def close(self) -> None:
         self._graph.close()
@@ -118,4 +127,5 @@ class GatewayResolver:
         path = linked_path(parsed.path)
         location = f"{world_prefix(world)}{path}"
         backend = self._backends[world]
-        return Target(backend, path, parsed.fragment, location, location, self.caller.upstream.get(world))
+        shown = f"{world_prefix(world)}{written_path(path)}"
+        return Target(backend, path, parsed.fragment, shown, location, self.caller.upstream.get(world))

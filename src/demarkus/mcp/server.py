@@ -21,7 +21,7 @@ from ..backend import Backend
 from ..errors import BadRequestError, DemarkusError
 from ..expand.select import Selection
 from ..graph import GraphStore
-from ..protocol import in_scope, linked_path, normalize_scope, parse_mark_url, split_anchor, unbracketed
+from ..protocol import in_scope, linked_path, normalize_scope, parse_mark_url, split_anchor, unbracketed, written_path
 from .schema import compact_schema
 from .tools import Target, ToolFailure, Tools
 
@@ -85,7 +85,8 @@ class LocalResolver:
         return None if self.scope == "/" else self.authority + self.scope
 
     def name(self, scope: Target, path: str) -> str:
-        return path
+        """The location a text prints for the document at `path` (`written_path`)."""
+        return written_path(path)
 
     def resolve(self, url: str) -> Target:
         text = unbracketed(url)
@@ -108,7 +109,7 @@ class LocalResolver:
         path = linked_path(path)
         if not in_scope(path, self.scope):
             raise BadRequestError(f"{path} is outside the allowed scope {self.scope}; use a path under {self.scope}")
-        return Target(self.backend, path, anchor, path, self.authority + path, self.token)
+        return Target(self.backend, path, anchor, written_path(path), self.authority + path, self.token)
 
 
 def tool_errors(call: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
