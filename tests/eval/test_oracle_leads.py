@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from demarkus.eval.oracle import Leads, OracleReader
 from demarkus.eval.questions import Evidence
+from demarkus.eval.scoring import Corpus
 
 LOOKUP = """status: ok
 matches: 2
@@ -111,3 +112,20 @@ def test_a_sub_section_named_as_not_shown_is_fetched_by_its_anchor() -> None:
     oracle = OracleReader(None, {})  # type: ignore[arg-type]  # `_next` reads only its arguments
     missing = [Evidence("/b.md", 2, "x-2", "the quote")]
     assert oracle._next(missing, leads, set(), set()) == ("mark_fetch", {"url": "/b.md/v2#x-2"})
+
+
+def test_a_name_holding_escaped_characters_is_read_as_the_world_names_it_and_passed_back_as_printed() -> None:
+    """The tools print `/notes/C#.md` as `/notes/C%23.md` and Logseq's page file
+    `/pages/New%3F.md` as `/pages/New%253F.md`; v0.1.0 printed the latter as it is."""
+    corpus = Corpus({"/notes/C#.md": ["# C\n"], "/pages/New%3F.md": ["# New?\n"], "/b.md": ["# B\n"]})
+    now = Leads(named=corpus.named)
+    now.absorb("mark_lookup", {}, ">>> /notes/C%23.md/v1#usage\n\ntext\n\n>>> /pages/New%253F.md/v1\n\ntext\n")
+    assert now.anchors == {"/notes/C#.md": {"usage"}, "/pages/New%3F.md": set()}
+    then = Leads(named=corpus.named)
+    then.absorb("mark_lookup", {}, "| Path | Importance |\n|---|---|\n| /pages/New%3F.md | 0.5 |\n")
+    assert then.order == ["/pages/New%3F.md"]
+    oracle = OracleReader(corpus, {})  # type: ignore[arg-type]
+    missing = [Evidence("/notes/C#.md", 1, "usage", "q"), Evidence("/pages/New%3F.md", 1, "x", "q")]
+    assert oracle._next(missing, now, set(), set()) == ("mark_fetch", {"url": "/notes/C%23.md/v1#usage"})
+    assert oracle._next(missing[1:], now, set(), set()) == ("mark_fetch", {"url": "/pages/New%253F.md/v1"})
+    assert oracle._next(missing[1:], then, set(), set()) == ("mark_fetch", {"url": "/pages/New%3F.md"})

@@ -9,6 +9,7 @@ import pytest
 from demarkus.eval.questions import Question, parse_rubric
 from demarkus.eval.scoring import (
     Corpus,
+    citation_problem,
     lookup_blocks,
     observations,
     parse_answer,
@@ -178,3 +179,23 @@ def test_lookup_blocks_come_from_the_frame_parser_and_only_blocks_count() -> Non
         ">>> note: did not fit: /c.md#x (~12 tokens)\n"
     )
     assert lookup_blocks(text) == [("/a.md", 2, "intro", "Intro text.\n>>> not a frame", False)]
+
+
+def test_a_location_printed_with_escapes_names_the_worlds_document() -> None:
+    """A name holding `#` or `%` is printed percent-escaped by the tools (`/C%23.md`) and
+    as it is by v0.1.0 (`/New%3F.md`, Logseq's own escape): both observe and cite it."""
+    corpus = Corpus({"/C#.md": ["# C\n\n## Use\n\nSharp text.\n"], "/New%3F.md": ["# New\n\nFresh text.\n"]})
+    assert [corpus.named(p) for p in ("/C%23.md", "/C#.md", "/New%253F.md", "/New%3F.md", "/x%20y.md")] == [
+        "/C#.md",
+        "/C#.md",
+        "/New%3F.md",
+        "/New%3F.md",
+        "/x%20y.md",
+    ]
+    calls = [
+        {"name": "mark_lookup", "input": {}, "output": ">>> /C%23.md/v1#use\n\n## Use\n\nSharp text.\n"},
+        {"name": "mark_lookup", "input": {}, "output": ">>> /New%3F.md/v1\n\n# New\n\nFresh text.\n"},
+    ]
+    seen = observations(calls)  # type: ignore[arg-type]
+    for url, quote in (("/C%23.md/v1#use", "Sharp text."), ("/New%253F.md/v1#new", "Fresh text.")):
+        assert citation_problem(corpus, {"field": "f", "url": url, "quote": quote}, seen) == ""

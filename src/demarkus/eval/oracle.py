@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
@@ -56,6 +56,10 @@ class Leads:
     versions: dict[str, set[int]] = field(default_factory=dict)
     order: list[str] = field(default_factory=list)
     """Paths in the order they became visible."""
+    named: Callable[[str], str] = unquote
+    """The document a location's path names (`Corpus.named`)."""
+    printed: dict[str, str] = field(default_factory=dict)
+    """Each document's path as the results printed it: what a call passes back."""
     follow_body_links: bool = True
     """False for lineage, supersession and dependency questions: the policies send the
     reader to mark_explore (or the expansion's relation blocks) for the related document
@@ -64,23 +68,27 @@ class Leads:
     def add(self, location: str, base: str | None = None) -> None:
         """Note a location as a result names it: a table cell's escapes (`\\_`) and a
         link's or frame's percent-escapes (`My%20note.md`) decoded, as the tools decode
-        them, so it compares with the rubric's paths."""
+        them, so it compares with the rubric's paths; the path as printed is kept."""
         location = location.strip().strip("<>")
         if location.startswith("mark://"):
             match = _MARK.match(location)
             if match is None:
                 return
             location = match.group(1)
-        location = unquote(unescape_cell(location))
+        location = unescape_cell(location)
         if "://" in location or location.startswith("#"):
             if location.startswith("#") and base:
-                self.anchors.setdefault(base, set()).add(location[1:])
+                self.anchors.setdefault(base, set()).add(unquote(location[1:]))
             return
         if not location.startswith("/"):
             if base is None:
                 return
             location = posixpath.normpath(posixpath.join(posixpath.dirname(base), location))
-        path, version, anchor = split_location(location)
+        written, version, anchor = split_location(location)
+        # decoded after the split (`/C%23.md#x` names `/C#.md`), and only when the world
+        # holds no document so named (v0.1.0 printed `%` in a name as it is)
+        path, anchor = self.named(written), anchor and unquote(anchor)
+        self.printed.setdefault(path, written)
         if not path.endswith(".md"):
             return
         if path not in self.anchors:
@@ -178,7 +186,7 @@ class OracleReader:
         fixed = count_tokens(policy.prompt) + count_tokens(session.schemas_json) + count_tokens(task)
         history = 0
         usage = empty_usage()
-        leads = Leads(follow_body_links=len({item.path for item in required}) <= 1)
+        leads = Leads(named=self.corpus.named, follow_body_links=len({item.path for item in required}) <= 1)
         made: set[str] = set()
         explored: set[str] = set()
         calls: list[CallRecord] = []
@@ -235,17 +243,19 @@ class OracleReader:
                 continue
             known = leads.versions.get(path, set())
             pinned = version in known
+            shown = leads.printed.get(path, path)
             if not pinned and known and max(known) != version:
-                options.append(("mark_versions", {"url": path}))
-            base = f"{path}/v{version}" if pinned else path
+                options.append(("mark_versions", {"url": shown}))
+            base = f"{shown}/v{version}" if pinned else shown
             if anchor in leads.anchors[path]:
                 options.append(("mark_fetch", {"url": f"{base}#{anchor}"}))
             options.append(("mark_fetch", {"url": base}))
-            options.append(("mark_explore", {"url": path}))
+            options.append(("mark_explore", {"url": shown}))
         # a required document not visible yet: look at the neighbourhood of what was seen
         for path in leads.order:
-            if path not in explored:
-                options.append(("mark_explore", {"url": path}))
+            shown = leads.printed.get(path, path)
+            if shown not in explored:
+                options.append(("mark_explore", {"url": shown}))
         for name, arguments in options:
             if call_text(name, arguments) not in made:
                 return name, arguments

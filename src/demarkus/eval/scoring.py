@@ -26,6 +26,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypedDict
+from urllib.parse import unquote
 
 from ..expand import frames
 from ..markdown import Outline, parse_outline
@@ -53,6 +54,15 @@ class Corpus:
     @classmethod
     def from_world(cls, world: World) -> Corpus:
         return cls({doc.path: doc.versions for doc in world.documents()})
+
+    def named(self, path: str) -> str:
+        """The document a location's path names: the path as written when the world holds
+        it, else with its percent-escapes decoded (the tools print a name holding `%`, `#`
+        or `?` escaped, `/C%23.md`; v0.1.0 printed it as it is)."""
+        if path in self._docs:
+            return path
+        decoded = unquote(path)
+        return decoded if decoded in self._docs else path
 
     def current(self, path: str) -> int | None:
         versions = self._docs.get(path)
@@ -196,7 +206,7 @@ def observed(corpus: Corpus, path: str, version: int, anchor: str, quote: str, s
         return False
     want = normalize(quote)
     for obs in seen:
-        if obs.path != path or want not in obs.text:
+        if corpus.named(obs.path) != path or want not in obs.text:
             continue
         obs_version = obs.version if obs.version is not None else corpus.current(path)
         if obs_version != version:
@@ -280,6 +290,7 @@ def citation_problem(corpus: Corpus, citation: Citation, seen: Sequence[Observat
     """ "" when valid, else why not."""
     url, quote = citation["url"], citation["quote"]
     path, version, anchor = split_location(url)
+    path = corpus.named(path)
     if version is None or version < 1 or not anchor:
         return f"citation {url} must name a version /vN and a #section"
     if not normalize(quote):
@@ -296,6 +307,7 @@ def citation_problem(corpus: Corpus, citation: Citation, seen: Sequence[Observat
 
 def supports(corpus: Corpus, citation: Citation, item: Evidence) -> bool:
     path, version, anchor = split_location(citation["url"])
+    path = corpus.named(path)
     if path != item.path or version != item.version or not anchor:
         return False
     want = normalize(item.quote)
