@@ -376,6 +376,8 @@ def test_markdown_files_under_another_name_are_notes_and_links_to_them_name_thei
         "intro.mdx": "# Intro, the other file\n",  # the same document: intro.md is read
         "setup.mdx": "import Tabs from '@theme/Tabs';\n\n# Setup\n\n<Tabs>Run it.</Tabs> Back to [intro](intro.md).\n",
         "faq.MDX": "# FAQ\n\nAsk.\n",
+        "report.qmd": "---\ntitle: Report\n---\n\n```{python}\nprint(1)\n```\n",  # Quarto
+        "model.Rmd": "# Model\n\n```{r}\nfit <- lm(y ~ x)\n```\n",  # R Markdown
         "logo.png": "",
     }
     for name, text in pages.items():
@@ -388,6 +390,8 @@ def test_markdown_files_under_another_name_are_notes_and_links_to_them_name_thei
         "blog/post.markdown": "/kb/blog/post.md",
         "docs/faq.MDX": "/kb/docs/faq.md",
         "docs/intro.md": "/kb/docs/intro.md",
+        "docs/model.Rmd": "/kb/docs/model.md",
+        "docs/report.qmd": "/kb/docs/report.md",
         "docs/setup.mdx": "/kb/docs/setup.md",
     }
     assert summary.lines()[1] == (
@@ -397,9 +401,17 @@ def test_markdown_files_under_another_name_are_notes_and_links_to_them_name_thei
     intro = stored_body(tmp_path / "store", "/kb/docs/intro.md")
     assert "[setup](setup.md) and [the post](../blog/post.md#why)" in intro
     assert stored_body(tmp_path / "store", "/kb/docs/setup.md").startswith("import Tabs from")
-    assert set(scan_folder(top).files) == {"blog/post.markdown", "docs/faq.MDX", "docs/intro.md", "docs/setup.mdx"}
+    assert set(scan_folder(top).files) == {
+        "blog/post.markdown",
+        "docs/faq.MDX",
+        "docs/intro.md",
+        "docs/model.Rmd",
+        "docs/report.qmd",
+        "docs/setup.mdx",
+    }
     assert note_file(top, "docs/setup.md") == "docs/setup.mdx" and note_file(top, "docs/intro.md") == "docs/intro.md"
     assert note_file(top, "docs/faq.md") == "docs/faq.MDX" and note_file(top, "docs/none.md") is None
+    assert note_file(top, "docs/model.md") == "docs/model.Rmd"
 
 
 def test_a_logseq_graphs_own_folder_of_settings_and_page_backups_is_not_read(tmp_path: Path):

@@ -60,10 +60,16 @@ T = TypeVar("T")
 
 MAX_FILE = MAX_BODY + MAX_METADATA
 """Bytes read from one file at most: a body at the limit plus a frontmatter block."""
-OTHER_MARKDOWN = (".mdx", ".markdown", ".mdown", ".mkd", ".mkdn")
-"""The other names a markdown file goes by (Docusaurus' `.mdx`, Jekyll's `.markdown`), in
-the order one is read when several differ only by it. A note read from such a file is
-the document of the same name ending in `.md`, as every document does."""
+OTHER_MARKDOWN = (".mdx", ".markdown", ".mdown", ".mkd", ".mkdn", ".qmd", ".rmd")
+"""The other names a markdown file goes by (Docusaurus' `.mdx`, Jekyll's `.markdown`,
+Quarto's `.qmd`, R Markdown's `.Rmd`), in the order one is read when several differ only
+by it. A note read from such a file is the document of the same name ending in `.md`, as
+every document does."""
+SPELLINGS = tuple(
+    spelled for suffix in OTHER_MARKDOWN for spelled in (suffix, suffix.upper(), "." + suffix[1:].capitalize())
+)
+"""How each of `OTHER_MARKDOWN` may be written: in lower case, upper case, or with a
+capital first letter (`.Rmd`, as R Markdown writes it)."""
 
 
 class LinkForm(Protocol):
@@ -115,12 +121,11 @@ def shown(relative: str) -> str:
 
 
 def markdown_suffix(relative: str) -> str | None:
-    """The markdown suffix `relative` ends in: `.md`, or one of `OTHER_MARKDOWN` in lower
-    or upper case (`.MDX`); None for any other file."""
+    """The markdown suffix `relative` ends in: `.md`, or one of `OTHER_MARKDOWN` as
+    `SPELLINGS` writes it (`.MDX`, `.Rmd`); None for any other file."""
     if relative.endswith(".md"):
         return ".md"
-    spellings = (spelled for suffix in OTHER_MARKDOWN for spelled in (suffix, suffix.upper()))
-    return next((spelled for spelled in spellings if relative.endswith(spelled)), None)
+    return next((spelled for spelled in SPELLINGS if relative.endswith(spelled)), None)
 
 
 def note_name(relative: str) -> str:
@@ -367,11 +372,11 @@ def note_file(folder: Path, name: str) -> str | None:
 
 def note_files(name: str) -> tuple[str, ...]:
     """The files the note `name` may be read from, the one read first first: `name`,
-    then `name` under each of `OTHER_MARKDOWN` (lower case, then upper case)."""
+    then `name` under each of `OTHER_MARKDOWN` (as `SPELLINGS` writes them, in order)."""
     if not name.endswith(".md"):
         return ()
     stem = name[: -len(".md")]
-    return (name, *(stem + spelled for suffix in OTHER_MARKDOWN for spelled in (suffix, suffix.upper())))
+    return (name, *(stem + spelled for spelled in SPELLINGS))
 
 
 def has_note(folder: Path, name: str) -> bool:
