@@ -28,6 +28,15 @@ Run the installer.
 | a | b |
 |---|---|
 
+{#closing .note}
+### Closing
+
+{#a-paragraph}
+Last words.
+
+| c | d |
+|---|---|
+
 ```md
 (in-code)=
 ## Not a heading
@@ -41,6 +50,8 @@ def test_a_target_leads_to_the_heading_after_it_else_to_the_section_holding_it()
         "upgrade": Place("docs/guide.md", "upgrading", "Upgrading"),  # stacked targets, a blank line
         "upgrading notes": Place("docs/guide.md", "upgrading", "Upgrading"),  # case and spaces as Sphinx
         "the-table": Place("docs/guide.md", "upgrading"),  # not a heading: its section, no title
+        "closing": Place("docs/guide.md", "closing", "Closing"),  # a block's attributes name it
+        "a-paragraph": Place("docs/guide.md", "closing"),
     }
 
 

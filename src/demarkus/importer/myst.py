@@ -1,7 +1,8 @@
 """MyST's cross-reference targets made links to the places they name. Pure.
 
 MyST (Jupyter Book, Sphinx with myst-parser, mystmd) names a place with a target line
-before it, and any note of the project links to it by that name alone::
+before it (or a block's attributes, `{#install-steps}`), and any note of the project
+links to it by that name alone::
 
     (install-steps)=
     ## Installing
@@ -52,8 +53,9 @@ from .site import relative_to
 
 __all__ = ["FolderTargets", "NoteTargets", "Place", "Targets", "targets_in"]
 
-_TARGET = re.compile(r" {0,3}\((.+)\)=[ \t]*(?:\r\n|\r|\n)?")
-"""A target line: `(name)=` alone on its line (as MyST's parser reads one)."""
+_TARGET = re.compile(r" {0,3}(?:\((.+)\)=|\{#([^\s{}]+)[^{}]*\})[ \t]*(?:\r\n|\r|\n)?")
+"""A target line: `(name)=` alone on its line (as MyST's parser reads one), or a block's
+attributes naming its id, `{#name}` (MyST's `attrs_block`)."""
 _PROJECT = "project:"
 """The scheme MyST gives a reference inside the project (`project:#name`)."""
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
@@ -80,12 +82,12 @@ class Place:
 def targets_in(body: str, file: str = "") -> dict[str, Place]:
     """The targets `body` (a note's text after its frontmatter, the note at `file` in its
     folder) declares, by name as matched (`name_of`); the first of two alike."""
-    if ")=" not in body:
+    if ")=" not in body and "{#" not in body:
         return {}
     lines = split_lines(body)
     code = code_lines(body)
     found = [
-        (number, match.group(1))
+        (number, match.group(1) or match.group(2))
         for number, line in enumerate(lines)
         if number not in code and (match := _TARGET.fullmatch(line))
     ]
@@ -154,7 +156,7 @@ class Targets:
     def localize(self, body: str, path: str) -> str:
         """`body` (of the document at `path`) with every link to a target made a link to
         its place; unchanged when there is none."""
-        if not self.places and ")=" not in body:
+        if not self.places and ")=" not in body and "{#" not in body:
             return body
         own = targets_in(body)
         headings = functools.cache(lambda: _anchors(body))
@@ -270,7 +272,7 @@ def _targets(file: Path, relative: str) -> dict[str, Place]:
         data = read_file(file)
     except BadRequestError:
         return {}
-    if b")=" not in data:
+    if b")=" not in data and b"{#" not in data:
         return {}
     try:
         return targets_in(split_frontmatter(data.decode("utf-8")).body, relative)
