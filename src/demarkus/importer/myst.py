@@ -85,12 +85,14 @@ def targets_in(body: str, file: str = "") -> dict[str, Place]:
     if ")=" not in body and "{#" not in body:
         return {}
     lines = split_lines(body)
-    code = code_lines(body)
     found = [
         (number, match.group(1) or match.group(2))
         for number, line in enumerate(lines)
-        if number not in code and (match := _TARGET.fullmatch(line))
+        if (match := _TARGET.fullmatch(line))
     ]
+    if found:  # the body is parsed only for a note that may declare one
+        code = code_lines(body)
+        found = [(number, name) for number, name in found if number not in code]
     if not found:
         return {}
     outline = parse_outline(body.encode("utf-8"))
