@@ -21,6 +21,8 @@ from demarkus.markdown import (
     parse_outline,
     slugify,
 )
+from demarkus.markdown.frontmatter import first_heading
+from demarkus.markdown.sections import shown_title
 
 
 def titles(body: str) -> list[tuple[int, str]]:
@@ -522,3 +524,49 @@ def test_one_parse_gives_the_same_outline_and_block_starts(body: bytes) -> None:
             parse_blocks(body)
         return
     assert parse_blocks(body) == expected
+
+
+LINES = st.sampled_from(
+    [
+        "# Title",
+        "#Title",
+        "## Sub",
+        "Title",
+        "===",
+        "---",
+        "   # Indented",
+        "    # Code",
+        "```",
+        "- # Bullet",
+        "  # Under a bullet",
+        "> # Quoted",
+        "<div>",
+        "</div>",
+        "# a | b",
+        "|---|---|",
+        "~~~",
+        "<!-- a",
+        "-->",
+        "***",
+        "text",
+        "",
+        "#",
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(LINES, max_size=12))
+def test_the_first_heading_read_from_the_text_up_to_it_is_the_whole_bodys(lines: list[str]) -> None:
+    """`first_heading` parses only the text up to a line that may hold the title: it finds
+    what a parse of the whole body finds."""
+    body = ("\n".join(lines) + "\n").encode()
+    whole = next(
+        (
+            shown_title(s.title)
+            for s in parse_outline(body).sections
+            if s.level == 1 and not s.in_list and s.title.strip()
+        ),
+        None,
+    )
+    assert first_heading(body) == whole

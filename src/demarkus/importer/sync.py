@@ -66,8 +66,10 @@ class FolderSync:
             summary = await import_folder(
                 self.source, self.target, archive_missing=self.archive_missing, progress=progress, scan=scan
             )
-        if self.graph is not None and self.service is not None:
-            seed_graph(self.graph, self.service.store, self.authority)
+            if self.graph is not None and self.service is not None:
+                # one parse per document for the relation graph and the section index, as a
+                # world load makes: the deferred index then finds them in step
+                seed_graph(self.graph, self.service.store, self.authority, index=self.service.index)
         return summary
 
     async def run(

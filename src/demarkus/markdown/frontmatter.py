@@ -169,10 +169,37 @@ def map_metadata(
     return out, tuple(nested)
 
 
+_HEADING_LINE = re.compile(rb"^(?: {0,3}#(?:[ \t]|$)| {0,3}=+[ \t]*$)", re.MULTILINE)
+"""A line that may open or underline a level-1 heading: `# Title`, or `===` under one."""
+PREFIX_TRIES = 3
+"""Lines that may hold the title read by parsing only the text up to them, before the
+whole body is parsed: most notes open with their title."""
+
+
 def first_heading(body: bytes) -> str | None:
     """The text of the first top-level level-1 heading (outside code blocks and lists), if
     any: a `# ` bullet of an outliner's page is one of its blocks, not its title. Without
-    the id a heading may give itself (`# Guide {#guide}`), as the page shows it."""
+    the id a heading may give itself (`# Guide {#guide}`), as the page shows it.
+
+    The text up to a line that may hold it is parsed first: markdown reads a block from
+    the lines before it and its own (a heading is one line, or a line and its `===`
+    underline), so a heading there is one in the whole body; unless the body opens with
+    `---`, which a later line may close as a front matter block."""
+    if b"\r" in body or body.startswith((b"\xef\xbb\xbf", b"---")):  # a lone `\r` ends a line too
+        return _title(body)
+    for tried, match in enumerate(_HEADING_LINE.finditer(body)):
+        if tried == PREFIX_TRIES:
+            break
+        line_end = body.find(b"\n", match.start())
+        found = _title(body if line_end < 0 else body[: line_end + 1])
+        if found is not None:
+            return found
+    else:
+        return None  # no line may hold one
+    return _title(body)
+
+
+def _title(body: bytes) -> str | None:
     for section in parse_outline(body).sections:
         if section.level == 1 and not section.in_list and section.title.strip():
             return shown_title(section.title)
