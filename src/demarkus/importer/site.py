@@ -226,6 +226,11 @@ class Pages:
             swapped = swap_destinations(text, spans, relative)
             return self._refs(swapped, spans if swapped == text else code_spans(swapped), path)
 
+        # most links to a page name none of the folder's notes (an image, a download): a
+        # body is parsed for its code blocks only when one does
+        pages = (match.group(1) for match in _PAGE_DESTINATION.finditer(body))
+        if _REF.search(body) is None and all(self.document(page, path) is None for page in pages):
+            return body
         return rewrite_outside_code(
             body, lambda text: _PAGE_LINK.search(text) is not None or _REF.search(text) is not None, line
         )
@@ -297,6 +302,8 @@ _PAGE_LINK = re.compile(
 )
 """An inline link's or a definition's destination that may be a page's: no scheme, no
 `.md` file, no query (a cheap test)."""
+_PAGE_DESTINATION = re.compile(r"(?:\]\(\s*<?|^ {0,3}\[(?!\^)[^\]]+\]:[ \t]*<?)([^\s)<>]+)", re.MULTILINE)
+"""An inline link's or a definition's destination, as `swap_destinations` reads them."""
 
 
 _REF = re.compile(r'(\]\(\s*)(?:\{\{<\s*(?:rel)?ref\s+"([^"\n]*)"\s*>\}\}|\{\{%\s*(?:rel)?ref\s+"([^"\n]*)"\s*%\}\})')
