@@ -330,6 +330,24 @@ async def test_writes_go_only_where_the_caller_may_write(worlds: Worlds):
     assert [p for verb, p, _ in worlds.backends["shared"].seen if verb in ("PUBLISH", "APPEND")] == []
 
 
+async def test_a_document_named_with_a_hash_is_printed_escaped_and_read_back_as_printed(worlds: Worlds):
+    """`C#.md` in a world: a lookup's rows and evidence name it `mark://<world>/.../C%23.md`,
+    which a fetch passed back reads, where `C#.md` would name a section of `C`."""
+    app = create_app(config_for(worlds), backends=worlds.backends)
+    body = "# C sharp\n\n## Usage\n\nThe zebrafish compiler runs here.\n"
+    async with serving(app):
+        async with session(app, ALICE) as alice:
+            created, err = await call(alice, "mark_publish", url="mark://alice-private/notes/C%23.md", body=body)
+            assert not err and created.startswith("status: created"), created
+            page, err = await call(
+                alice, "mark_lookup", query="zebrafish compiler", url="mark://alice-private/", match="body", budget=600
+            )
+            assert not err and "| mark://alice-private/notes/C%23.md#usage |" in page, page
+            assert ">>> mark://alice-private/notes/C%23.md/v1#usage\n\n## Usage\n" in page, page
+            text, err = await call(alice, "mark_fetch", url="mark://alice-private/notes/C%23.md/v1#usage")
+            assert not err and "The zebrafish compiler runs here." in text, text
+
+
 # --- bearer tokens ------------------------------------------------------------------------
 
 
