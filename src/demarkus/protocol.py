@@ -437,17 +437,6 @@ def canonical_path(path: str) -> str:
     return canonical
 
 
-_UNWRITABLE = re.compile(r"[%#?]")
-"""Characters a document path holds that a location (a link, a `url`) ends or decodes at."""
-
-
-def written_path(path: str) -> str:
-    """A document path as a location the tools print names it: `%`, `#` and `?`
-    percent-escaped (`/C%23.md` for the document `/C#.md`), so a caller who passes it back
-    (`linked_path` decodes it) names the document, not a section of `/C`."""
-    return _UNWRITABLE.sub(lambda match: f"%{ord(match.group()):02X}", path)
-
-
 def linked_path(path: str) -> str:
     """A path a caller copied from a table or a link (a tool's `url`), as `canonical_path`
     spells it. First the backslashes a table's cell puts before markdown punctuation are

@@ -30,6 +30,17 @@ def unescape_cell(text: str) -> str:
     return _ESCAPE.sub(r"\1", text)
 
 
+_UNWRITABLE = re.compile(r"[%#?]")
+"""Characters a document path holds that a location (a link, a `url`) ends or decodes at."""
+
+
+def written_path(path: str) -> str:
+    """A document path as a location or a link names it: `%`, `#` and `?` percent-escaped
+    (`/C%23.md` for the document `/C#.md`), so a caller who passes it back (links and urls
+    are read with their escapes decoded) names the document, not a section of `/C`."""
+    return _UNWRITABLE.sub(lambda match: f"%{ord(match.group()):02X}", path)
+
+
 def escape_snippet(text: str) -> str:
     """Snippets are quoted prose: only what would break the table row is escaped."""
     text = " ".join(text.split())

@@ -30,8 +30,8 @@ from ..protocol import (
     parse_mark_url,
     response_for_error,
     unbracketed,
-    written_path,
 )
+from ..render import written_path
 from .config import WORLD_NAME, CallerConfig
 from .qualify import SCHEME, world_of, world_prefix
 from .upstream import Upstream

@@ -38,7 +38,15 @@ from typing import NamedTuple
 from urllib.parse import unquote, urlsplit
 
 from ..errors import BadRequestError, DemarkusError
-from ..markdown.rewrite import Spans, code_spans, destination, in_spans, rewrite_outside_code, swap_destinations
+from ..markdown.rewrite import (
+    Spans,
+    code_spans,
+    destination,
+    in_spans,
+    link_destinations,
+    rewrite_outside_code,
+    swap_destinations,
+)
 from .note import document_path, markdown_suffix, note_name
 
 __all__ = ["Pages", "Site", "Sites", "parse_site", "relative_to", "rendered_from"]
@@ -228,8 +236,7 @@ class Pages:
 
         # most links to a page name none of the folder's notes (an image, a download): a
         # body is parsed for its code blocks only when one does
-        pages = (match.group(1) for match in _PAGE_DESTINATION.finditer(body))
-        if _REF.search(body) is None and all(self.document(page, path) is None for page in pages):
+        if _REF.search(body) is None and all(self.document(page, path) is None for page in link_destinations(body)):
             return body
         return rewrite_outside_code(
             body, lambda text: _PAGE_LINK.search(text) is not None or _REF.search(text) is not None, line
@@ -302,8 +309,6 @@ _PAGE_LINK = re.compile(
 )
 """An inline link's or a definition's destination that may be a page's: no scheme, no
 `.md` file, no query (a cheap test)."""
-_PAGE_DESTINATION = re.compile(r"(?:\]\(\s*<?|^ {0,3}\[(?!\^)[^\]]+\]:[ \t]*<?)([^\s)<>]+)", re.MULTILINE)
-"""An inline link's or a definition's destination, as `swap_destinations` reads them."""
 
 
 _REF = re.compile(r'(\]\(\s*)(?:\{\{<\s*(?:rel)?ref\s+"([^"\n]*)"\s*>\}\}|\{\{%\s*(?:rel)?ref\s+"([^"\n]*)"\s*%\}\})')

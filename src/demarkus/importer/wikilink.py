@@ -18,9 +18,10 @@ note's folder, else the one with the shortest path, else the first in path order
 GitHub wiki's links are read too: its page files have hyphens for spaces (`[[Getting
 Started]]` names `Getting-Started.md` when no note is named with the spaces), and it
 writes the text first (`[[the guide|Getting Started]]`: read so when the first part names
-no note and the second does). `#Heading` becomes the heading's anchor (its slug; of two headings alike, the first),
-`#^block` the anchor of the section holding that block (`blockref`; dropped when the note
-declares no such block), `|alias` is the link's text, else the link as written. A
+no note and the second does). `#Heading` becomes the heading's anchor (its slug; of two
+headings alike, the first), `#^block` the anchor of the section holding that block
+(`blockref`; dropped when the note declares no such block), `|alias` is the link's text,
+else the link as written. A
 Logseq block reference, `((634fb3ee-...))`, becomes a link to the section holding the
 block with the block's first line as its text (Logseq shows the block in its place), and
 so does an embedded block, `{{embed ((...))}}` or Obsidian's `![[note#^id]]`; a markdown

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
+from ..render import written_path
 from .sections import parse_body
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "destination",
     "in_spans",
     "line_offsets",
+    "link_destinations",
     "rewrite_outside_code",
     "split_lines",
     "swap_destinations",
@@ -38,13 +40,12 @@ _UNLINKABLE = re.compile(r"[<>\t\n\r\f\v]")
 """Characters no link destination holds, even between `<` and `>`."""
 _SPACED = re.compile(r"[ ()]")
 """Characters a link destination holds only between `<` and `>`."""
-_PATH_ESCAPES = re.compile(r"[%#?]")
-"""Characters a path in a link destination holds only percent-escaped."""
 _INLINE = re.compile(r"(\]\(\s*<?)([^\s)<>]+)")
 """An inline link's destination, after `](` (and an optional `<`)."""
 _DEFINITION = re.compile(r"^( {0,3}\[(?!\^)[^\]]+\]:[ \t]*<?)([^\s<>]+)")
 """A link reference definition's destination: `[label]: https://...` (a footnote's
 `[^1]: text` is none)."""
+_DESTINATIONS = re.compile(f"{_INLINE.pattern}|{_DEFINITION.pattern}", re.MULTILINE)
 
 
 def rewrite_outside_code(body: str, wanted: Callable[[str], bool], rewrite: Callable[[str, Spans], str]) -> str:
@@ -101,10 +102,17 @@ def destination(path: str, fragment: str = "", *, bracketed: bool = False) -> st
     escapes decoded, and would end its path there); between `<` and `>` when it holds a
     space or a parenthesis (unless it already stands between them, `bracketed`); None when
     no destination can hold it (a tab, a line break, `<` or `>`) or it is empty."""
-    link = _PATH_ESCAPES.sub(lambda match: f"%{ord(match.group()):02X}", path) + (f"#{fragment}" if fragment else "")
+    link = written_path(path) + (f"#{fragment}" if fragment else "")
     if not link or _UNLINKABLE.search(link):
         return None
     return f"<{link}>" if _SPACED.search(link) and not bracketed else link
+
+
+def link_destinations(text: str) -> Iterator[str]:
+    """Every destination `swap_destinations` would be given in `text`, code and all: a
+    cheap look before `rewrite_outside_code` parses a body for its code blocks."""
+    for match in _DESTINATIONS.finditer(text):
+        yield match.group(2) or match.group(4)
 
 
 def swap_destinations(line: str, spans: Spans, relative: Callable[[str], tuple[str, str] | None]) -> str:

@@ -21,7 +21,8 @@ from ..backend import Backend
 from ..errors import BadRequestError, DemarkusError
 from ..expand.select import Selection
 from ..graph import GraphStore
-from ..protocol import in_scope, linked_path, normalize_scope, parse_mark_url, split_anchor, unbracketed, written_path
+from ..protocol import in_scope, linked_path, normalize_scope, parse_mark_url, split_anchor, unbracketed
+from ..render import written_path
 from .schema import compact_schema
 from .tools import Target, ToolFailure, Tools
 
