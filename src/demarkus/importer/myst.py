@@ -43,6 +43,7 @@ from ..markdown.rewrite import (
     destination,
     in_spans,
     line_offsets,
+    link_destinations,
     rewrite_outside_code,
     split_lines,
     swap_destinations,
@@ -189,6 +190,10 @@ class Targets:
                 text = _titled(shown, text, code_spans(text), place, relative)
             return swap_destinations(text, code_spans(text), relative)
 
+        # a body is parsed for its code blocks only when a link of it may name a target
+        if _ROLE.search(body) is None and _AUTOLINK.search(body) is None:
+            if all(place(reference) is None for reference in link_destinations(body)):
+                return body
         return rewrite_outside_code(body, lambda text: _WANTED.search(text) is not None, line)
 
     def _located(self, place: Place) -> tuple[str, str] | None:
