@@ -49,7 +49,7 @@ from ..markdown.rewrite import (
     swap_destinations,
 )
 from ..markdown.sections import Outline, explicit_id, parse_outline, shown_title
-from .note import PerNote, document_path, read_file
+from .note import PerFolder, PerNote, document_path, read_file
 from .site import relative_to
 
 __all__ = ["FolderTargets", "NoteTargets", "Place", "Targets", "targets_in"]
@@ -287,34 +287,21 @@ def _targets(file: Path, relative: str) -> dict[str, Place]:
         return {}
 
 
-class FolderTargets:
-    """The targets of a folder's notes, read when first asked for (or `read` from a
-    listing already made) and again after `forget` (a watcher forgets them when files
-    change)."""
+class FolderTargets(PerFolder[dict[str, Place]]):
+    """The targets of a folder's notes: of two notes declaring one name, the first in path
+    order has it."""
 
     def __init__(
         self,
         list_notes: Callable[[], Iterable[str]],
         targets_of: Callable[[Sequence[str]], Mapping[str, Mapping[str, Place]]],
     ) -> None:
-        self._list_notes = list_notes
+        super().__init__(list_notes)
         self._targets_of = targets_of
-        self._places: dict[str, Place] | None = None
 
-    def current(self) -> dict[str, Place]:
-        if self._places is None:
-            self.read(self._list_notes())
-        assert self._places is not None
-        return self._places
-
-    def read(self, files: Iterable[str]) -> None:
-        """Read the targets of the notes `files` (paths in the folder): of two notes
-        declaring one name, the first in path order has it."""
+    def _gather(self, files: Sequence[str]) -> dict[str, Place]:
         places: dict[str, Place] = {}
-        for _, found in sorted(self._targets_of(sorted(files)).items()):
+        for _, found in sorted(self._targets_of(files).items()):
             for name, place in found.items():
                 places.setdefault(name, place)
-        self._places = places
-
-    def forget(self) -> None:
-        self._places = None
+        return places

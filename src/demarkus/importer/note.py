@@ -9,7 +9,7 @@ import os
 import posixpath
 import re
 import stat
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import date
@@ -407,6 +407,32 @@ def _regular(path: Path) -> bool:
         return stat.S_ISREG(os.lstat(path).st_mode)
     except OSError:
         return False
+
+
+class PerFolder(Generic[T]):
+    """What a folder's notes say together (their names, their targets): read from its
+    listing when first asked for, or `read` from a listing already made (an import's
+    scan), and again after `forget` (a watcher forgets it when files change)."""
+
+    def __init__(self, list_notes: Callable[[], Iterable[str]]) -> None:
+        self._list_notes = list_notes
+        self._value: T | None = None
+
+    def current(self) -> T:
+        if self._value is None:
+            self.read(self._list_notes())
+        assert self._value is not None
+        return self._value
+
+    def read(self, files: Iterable[str]) -> None:
+        """Read it from the notes `files` (paths in the folder)."""
+        self._value = self._gather(sorted(files))
+
+    def forget(self) -> None:
+        self._value = None
+
+    def _gather(self, files: Sequence[str]) -> T:
+        raise NotImplementedError
 
 
 class PerNote(Generic[T]):

@@ -57,8 +57,9 @@ class FolderSync:
         """Import what changed since the store last saw the folder and (unless told not
         to) archive the documents whose file is gone; `scan` is the folder's, when made."""
         scan = scan if scan is not None else scan_folder(self.source.folder)
-        if self.source.targets is not None:
-            self.source.targets.read(scan.files)
+        for gathered in (self.source.names, self.source.targets):  # from this scan, not another
+            if gathered is not None:
+                gathered.read(scan.files)
         with contextlib.ExitStack() as local:
             if self.service is not None:
                 local.enter_context(self.service.deferred_index())

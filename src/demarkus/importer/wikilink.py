@@ -51,7 +51,7 @@ from ..errors import DemarkusError
 from ..markdown.rewrite import Spans, destination, in_spans, rewrite_outside_code
 from ..markdown.sections import slugify
 from .blockref import UUID, Block
-from .note import document_path, note_name, page_name
+from .note import PerFolder, document_path, note_name, page_name
 
 __all__ = ["FolderNames", "Names", "WikiLinks"]
 
@@ -142,10 +142,8 @@ def _key(name: str) -> str:
     return name.strip().strip("/").lower().removesuffix(".md")
 
 
-class FolderNames:
-    """A folder's `Names`, read from its list of notes (and each note's aliases and block
-    ids) when first asked for and again after `forget` (a watcher forgets them when files
-    come and go)."""
+class FolderNames(PerFolder[Names]):
+    """A folder's `Names`, from its list of notes and each note's aliases and block ids."""
 
     def __init__(
         self,
@@ -153,23 +151,16 @@ class FolderNames:
         aliases_of: Callable[[Sequence[str]], Mapping[str, Sequence[str]]] | None = None,
         blocks_of: Callable[[Sequence[str]], Mapping[str, Mapping[str, Block]]] | None = None,
     ) -> None:
-        self._list_notes = list_notes
+        super().__init__(list_notes)
         self._aliases_of = aliases_of
         self._blocks_of = blocks_of
-        self._names: Names | None = None
 
-    def current(self) -> Names:
-        if self._names is None:
-            files = list(self._list_notes())
-            self._names = Names.of(
-                files,
-                self._aliases_of(files) if self._aliases_of else None,
-                self._blocks_of(files) if self._blocks_of else None,
-            )
-        return self._names
-
-    def forget(self) -> None:
-        self._names = None
+    def _gather(self, files: Sequence[str]) -> Names:
+        return Names.of(
+            files,
+            self._aliases_of(files) if self._aliases_of else None,
+            self._blocks_of(files) if self._blocks_of else None,
+        )
 
 
 @dataclass(frozen=True, slots=True)
