@@ -253,11 +253,11 @@ def _left_out(note: Note) -> list[str]:
         (note.keys_taken, "a key the note or the server already has: rename"),
         (note.keys_crowded, f"no room, metadata holds at most {MAX_PUBLISHER_BYTES} bytes: shorten"),
     )
-    named = [
-        f"{_named(keys, '')} ({cause} {'it' if len(keys) == 1 else 'them'} to keep {'it' if len(keys) == 1 else 'them'})"
-        for keys, cause in causes
-        if keys
-    ]
+    named: list[str] = []
+    for keys, cause in causes:
+        if keys:
+            pronoun = "it" if len(keys) == 1 else "them"
+            named.append(f"{_named(keys, '')} ({cause} {pronoun} to keep {pronoun})")
     if named:
         problems.append(f"{_count(note.keys_left_out, 'frontmatter key')} left out: {'; '.join(named)}")
     if note.tags_left_out:

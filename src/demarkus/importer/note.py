@@ -267,10 +267,11 @@ def _spelled(
     """The frontmatter's keys as metadata spells them, those left out (spelled as no key;
     spelled as a key the note or the server has), and its status as tags. An editor's own
     spelling names the same key (`created_at`, `Due Date`: `created-at`, `due-date`), and
-    a value written over several lines is one line (as YAML folds it). A `status` (a key the server sets) becomes a tag, `status:draft`, as
-    the catalog's filters and the stale marker read a status; a key nothing is left of,
-    or spelled like another key of the note or one the server sets (`modified`, which
-    editors write too), is left out, not the whole note."""
+    a value written over several lines is one line (as YAML folds it). A `status` (a key
+    the server sets) becomes a tag, `status:draft`, as the catalog's filters and the stale
+    marker read a status; a key nothing is left of, or spelled like another key of the
+    note or one the server sets (`modified`, which editors write too), is left out, not
+    the whole note."""
     out: dict[str, str] = {}
     unspelled: list[str] = []
     taken: list[str] = []

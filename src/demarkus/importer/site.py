@@ -262,14 +262,10 @@ class Pages:
         `/`, else from the note's own folder and then from the content folder, with or
         without `.md`, as Hugo looks it up."""
         target, _, fragment = written.partition("#")
-        top = self.prefix.rstrip("/") + "/"
-        note = path[len(top) :] if path.startswith(top) else path.lstrip("/")
-        for base in ("",) if target.startswith("/") else (posixpath.dirname(note), ""):
-            joined = posixpath.join(base, target.lstrip("/"))
-            norm = posixpath.normpath(joined) if joined else "."
-            if norm == ".." or norm.startswith(("../", "/")):
+        for base in ("",) if target.startswith("/") else (posixpath.dirname(self._in_folder(path)), ""):
+            page = _page_inside(posixpath.join(base, target.lstrip("/")))
+            if page is None:
                 continue
-            page = "" if norm == "." else norm + ("/" if joined.endswith("/") else "")
             file = next((name for name in rendered_from(page) if self.is_note(name)), None)
             if file is not None:
                 try:
@@ -292,14 +288,24 @@ class Pages:
         if page.startswith("/"):  # a document path, as every absolute path is
             if not page.startswith(top):
                 return None  # outside the prefix the folder goes under
-            joined = page[len(top) :]
+            inside = _page_inside(page[len(top) :])
         else:
-            note = path[len(top) :] if path.startswith(top) else path.lstrip("/")
-            joined = posixpath.join(posixpath.dirname(note), page)
-        norm = posixpath.normpath(joined) if joined else "."
-        if norm == ".." or norm.startswith(("../", "/")):
-            return None
-        return ("" if norm == "." else norm + ("/" if joined.endswith("/") else "")), fragment
+            inside = _page_inside(posixpath.join(posixpath.dirname(self._in_folder(path)), page))
+        return None if inside is None else (inside, fragment)
+
+    def _in_folder(self, path: str) -> str:
+        """The path inside the folder of the note whose document is at `path`."""
+        top = self.prefix.rstrip("/") + "/"
+        return path[len(top) :] if path.startswith(top) else path.lstrip("/")
+
+
+def _page_inside(joined: str) -> str | None:
+    """`joined` (a page's path joined to a folder of the folder imported) normalised, `/`
+    kept at its end; None when it leads out of the folder."""
+    norm = posixpath.normpath(joined) if joined else "."
+    if norm == ".." or norm.startswith(("../", "/")):
+        return None
+    return "" if norm == "." else norm + ("/" if joined.endswith("/") else "")
 
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
