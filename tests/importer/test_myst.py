@@ -122,7 +122,7 @@ def test_a_link_in_a_code_block_stays_and_a_relation_names_the_target():
     assert note.body == b"# A\n\n    [x](#install-steps)\n\n[y](docs/guide.md#installing)\n"
 
 
-def test_the_folders_targets_are_read_once_and_again_after_forget(tmp_path: Path):
+def test_the_folders_targets_are_read_once_and_again_from_a_listing_given(tmp_path: Path):
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "one.md").write_text("(shared)=\n# One\n")
     (tmp_path / "a.md").write_text("---\ntitle: A\n---\n(shared)=\n# A\n\n(only-a)=\nText.\n")
@@ -130,6 +130,6 @@ def test_the_folders_targets_are_read_once_and_again_after_forget(tmp_path: Path
     targets = FolderTargets(lambda: scan_folder(tmp_path).files, NoteTargets(tmp_path))
     assert targets.current() == {"shared": Place("a.md", "a", "A"), "only-a": Place("a.md", "a")}
     (tmp_path / "a.md").write_text("# A\n")
-    assert targets.current()["shared"] == Place("a.md", "a", "A")  # kept until forgotten
-    targets.forget()
+    assert targets.current()["shared"] == Place("a.md", "a", "A")  # kept until read again
+    targets.read(scan_folder(tmp_path).files)
     assert targets.current() == {"shared": Place("b/one.md", "one", "One")}

@@ -142,13 +142,13 @@ def test_a_note_parsed_with_wiki_links_and_a_site_has_both_made_local():
     assert note.body == b"# A\n\n[Segment log](<../Segment log.md>) and [b](b.md)\n"
 
 
-def test_the_folder_names_are_read_once_and_again_after_forget():
+def test_the_folder_names_are_read_once_and_again_from_a_listing_given():
     listed: list[list[str]] = [["a.md"]]
     names = FolderNames(lambda: listed[-1])
     assert names.current().find("a", "x.md") == "a.md"
     listed.append(["b.md"])
     assert names.current().find("b", "x.md") is None  # read once
-    names.forget()
+    names.read(["b.md"])
     assert names.current().find("b", "x.md") == "b.md" and names.current().find("a", "x.md") is None
 
 

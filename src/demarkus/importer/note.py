@@ -413,7 +413,7 @@ def _regular(path: Path) -> bool:
 class PerFolder(Generic[T]):
     """What a folder's notes say together (their names, their targets): read from its
     listing when first asked for, or `read` from a listing already made (an import's
-    scan), and again after `forget` (a watcher forgets it when files change)."""
+    scan, a watcher's after each change)."""
 
     def __init__(self, list_notes: Callable[[], Iterable[str]]) -> None:
         self._list_notes = list_notes
@@ -428,9 +428,6 @@ class PerFolder(Generic[T]):
     def read(self, files: Iterable[str]) -> None:
         """Read it from the notes `files` (paths in the folder)."""
         self._value = self._gather(sorted(files))
-
-    def forget(self) -> None:
-        self._value = None
 
     def _gather(self, files: Sequence[str]) -> T:
         raise NotImplementedError

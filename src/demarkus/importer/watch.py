@@ -76,10 +76,11 @@ async def apply_changes(source: Source, target: Target, changes: Iterable[tuple[
     if touched:  # what git ignores now (a .gitignore may have changed too) is not read
         ignored = Ignored.of(folder)
         touched = [relative for relative in touched if relative not in ignored]
-    if touched and source.names is not None:
-        source.names.forget()  # a note may have come or gone: wiki links resolve anew
-    if touched and source.targets is not None:
-        source.targets.forget()  # a note may declare a target, or no longer
+    gathered = [reader for reader in (source.names, source.targets) if reader is not None]
+    if touched and gathered:  # a note may have come or gone, or declare other targets: one scan for both
+        files = scan_folder(folder).files
+        for reader in gathered:
+            reader.read(files)
     results: list[FileResult] = []
     for relative in touched:
         on_disk = folder / relative
